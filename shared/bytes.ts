@@ -1,0 +1,38 @@
+// UTF-8 byte arithmetic without I/O: TextEncoder is part of the language runtime, not a device.
+const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8", { fatal: false });
+
+/** UTF-8 byte length of a string, without allocating for ASCII-only text. */
+export function utf8Bytes(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4;
+        i++;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/** The longest prefix of `text` that fits in `limit` UTF-8 bytes, never splitting a character. */
+export function cutToBytes(text: string, limit: number): string {
+  if (limit <= 0) return "";
+  if (text.length <= limit && utf8Bytes(text) <= limit) return text;
+  const encoded = encoder.encode(text);
+  if (encoded.length <= limit) return text;
+  let end = limit;
+  // Step back over continuation bytes (10xxxxxx) so the cut lands on a character start.
+  while (end > 0 && ((encoded[end] ?? 0) & 0xc0) === 0x80) end--;
+  return decoder.decode(encoded.subarray(0, end));
+}
+
+/** Newlines and runs of whitespace around them fold to one space: a line is one line. */
+export function foldNewlines(text: string): string {
+  return text.replace(/\s*[\r\n]+\s*/g, " ");
+}

@@ -1,0 +1,60 @@
+import type { Message } from "./events.ts";
+
+/** A line as the summarizer's context sees it: `id+n|text`. */
+export interface ContextLine {
+  id: number;
+  n: number;
+  text: string;
+}
+
+interface JobBase {
+  thread: string;
+  level: number;
+  index: number;
+  /** The line name `id+n`. */
+  name: string;
+  /** Byte limit for the summary text (`line`); up to 1.25× is accepted when smaller than the source. */
+  line: number;
+  /** Lines before the node, oldest first, ending where the node starts (never anything newer). */
+  context: ContextLine[];
+}
+
+/** Compress message `index` into one line. */
+export interface LeafJob extends JobBase {
+  kind: "leaf";
+  level: 0;
+  message: Message & { position: number };
+}
+
+/** Merge two adjacent lines into their parent. */
+export interface MergeJob extends JobBase {
+  kind: "merge";
+  left: ContextLine;
+  right: ContextLine;
+  /** First and last message positions the parent covers. */
+  first: number;
+  last: number;
+  /** The covered messages, when the host chose to load them (small merges); absent otherwise. */
+  messages?: (Message & { position: number })[];
+}
+
+export type SummaryJob = LeafJob | MergeJob;
+
+export interface SummaryUsage {
+  inputTokens: number;
+  cachedTokens: number;
+  outputTokens: number;
+}
+
+export interface SummaryResult {
+  text: string;
+  usage?: SummaryUsage;
+  /** How many model calls it took (0 for the offline summarizer). */
+  calls?: number;
+}
+
+/** What every summarizer adapter implements; the host calls it and sends the result back. */
+export interface Summarizer {
+  readonly name: string;
+  summarize(job: SummaryJob, signal?: AbortSignal): Promise<SummaryResult>;
+}

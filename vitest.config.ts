@@ -1,0 +1,30 @@
+import { defineConfig } from "vitest/config";
+
+// Three tiers: unit (pure, fast), int (a real nats-server), e2e (the services as processes).
+// One nats-server per run, started by the global setup on a free port with a temporary store.
+export default defineConfig({
+  test: {
+    globalSetup: ["test/support/nats-global-setup.ts"],
+    pool: "forks",
+    maxWorkers: 2,
+    projects: [
+      {
+        extends: true,
+        test: { name: "unit", include: ["test/**/*.unit.test.ts"], testTimeout: 60_000 },
+      },
+      {
+        extends: true,
+        test: { name: "int", include: ["test/**/*.int.test.ts"], testTimeout: 60_000 },
+      },
+      {
+        extends: true,
+        test: {
+          name: "e2e",
+          include: ["test/**/*.e2e.test.ts"],
+          testTimeout: 240_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
+  },
+});
