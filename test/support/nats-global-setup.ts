@@ -4,6 +4,7 @@ import { createServer, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
+import "vitest";
 
 declare module "vitest" {
   export interface ProvidedContext {

@@ -1,0 +1,35 @@
+import { foldNewlines, utf8Bytes } from "./bytes.ts";
+import type { Message } from "./events.ts";
+import { nodeId, nodeSize, type NodeRef } from "./names.ts";
+
+/** `id+n|text` with newlines folded: one line of the outline (without its newline). */
+export function renderLine(node: NodeRef, text: string): string {
+  return `${nodeId(node)}+${nodeSize(node)}|${foldNewlines(text)}`;
+}
+
+/** Bytes a line adds to the outline: its rendering plus the newline. */
+export function lineBytes(node: NodeRef, text: string): number {
+  return utf8Bytes(renderLine(node, text)) + 1;
+}
+
+/** A message as its leaf's source: `from → to: text`, newlines as spaces. */
+export function renderSource(message: Pick<Message, "from" | "to" | "text">): string {
+  const who = message.to ? `${message.from} → ${message.to}` : message.from;
+  return foldNewlines(`${who}: ${message.text}`);
+}
+
+/**
+ * A leaf that fits in `line` bytes is its own line, verbatim, with no model call. A message
+ * carrying tool steps is never free: its steps are part of what the line must say.
+ */
+export function freeLeafText(message: Message, line: number): string | undefined {
+  if (message.steps !== undefined && message.steps.length > 0) return undefined;
+  const source = renderSource(message);
+  return utf8Bytes(source) <= line ? source : undefined;
+}
+
+/** A parent whose two children joined by " / " fit in `line` bytes is built the same way. */
+export function freeParentText(left: string, right: string, line: number): string | undefined {
+  const joined = `${left} / ${right}`;
+  return utf8Bytes(joined) <= line ? joined : undefined;
+}

@@ -1,0 +1,462 @@
+import { runBatch, toLine, type Line } from "./batch.ts";
+import { cutToBytes, utf8Bytes } from "./bytes.ts";
+import { InvariantError } from "./errors.ts";
+import type { Message } from "./events.ts";
+import { nodeId, nodeLast, type NodeRef } from "./names.ts";
+import { dropNodes, getNode, putNode, type BuiltNode, type NodeStore } from "./nodes.ts";
+import { freeLeafText, freeParentText } from "./render.ts";
+import type { CoreSettings } from "./settings.ts";
+import { estimateMessageTokens } from "./tokens.ts";
+
+/** A message still whole, with its place in the thread and in the stream. */
+export interface TailEntry {
+  message: Message;
+  position: number;
+  /** Stream sequence it was stored at (0 when not from a stream). */
+  seq: number;
+  /** Estimated prompt tokens. */
+  cost: number;
+}
+
+/** A cut decided by the log, applied once every leaving leaf is built. */
+export interface PendingCut {
+  boundary: number;
+  since: string;
+  cutAt: string;
+}
+
+export interface ThreadStats {
+  /** Summaries asked of the model. */
+  leafJobs: number;
+  mergeJobs: number;
+  /** Nodes that were their own line (no model call). */
+  freeLeaves: number;
+  freeMerges: number;
+  cuts: number;
+  batches: number;
+  merges: number;
+}
+
+/**
+ * Everything a thread actor knows. JSON-safe (persisted as is), and a pure function of the
+ * message log and the built summaries' texts once no job is outstanding.
+ */
+export interface ThreadState {
+  thread: string;
+  settings: CoreSettings;
+  complete: boolean;
+  deleted: boolean;
+  /** Messages appended. */
+  count: number;
+  /** Highest stream sequence applied. */
+  seq: number;
+  /** The outline covers [0, boundary). */
+  boundary: number;
+  since: string | null;
+  cutAt: string | null;
+  outline: Line[];
+  outlineBytes: number;
+  /** Messages [boundary, count), whole. */
+  tail: TailEntry[];
+  /** Boundary after every planned cut, and the cost of [planned, count). */
+  planned: number;
+  plannedCost: number;
+  /** Leaves [0, due) are due (certain to leave); `dueCost` is the cost of [due, count). */
+  due: number;
+  dueCost: number;
+  cuts: PendingCut[];
+  /** A merge batch is under way; `waitingFor` is the parent it needs next, when not built yet. */
+  batch: { waitingFor: NodeRef | null } | null;
+  /** Built nodes not in the outline: tail leaves built ahead, parents built eagerly. */
+  nodes: NodeStore;
+  /** Nodes to summarise, in request order; and those handed to the summarizer. */
+  wanted: NodeRef[];
+  inflight: NodeRef[];
+  stats: ThreadStats;
+}
+
+export type AppendOutcome =
+  | { type: "applied"; position: number }
+  | { type: "duplicate"; reason: string }
+  | { type: "rejected"; reason: string };
+
+export type BuiltOutcome = { type: "built" } | { type: "ignored"; reason: string };
+
+const emptyStats = (): ThreadStats => ({
+  leafJobs: 0,
+  mergeJobs: 0,
+  freeLeaves: 0,
+  freeMerges: 0,
+  cuts: 0,
+  batches: 0,
+  merges: 0,
+});
+
+export function initialThreadState(
+  thread: string,
+  settings: CoreSettings,
+  complete = true,
+): ThreadState {
+  return {
+    thread,
+    settings: { ...settings, tail: [...settings.tail], outline: [...settings.outline] },
+    complete,
+    deleted: false,
+    count: 0,
+    seq: 0,
+    boundary: 0,
+    since: null,
+    cutAt: null,
+    outline: [],
+    outlineBytes: 0,
+    tail: [],
+    planned: 0,
+    plannedCost: 0,
+    due: 0,
+    dueCost: 0,
+    cuts: [],
+    batch: null,
+    nodes: [],
+    wanted: [],
+    inflight: [],
+    stats: emptyStats(),
+  };
+}
+
+const sameRef = (a: NodeRef, b: NodeRef): boolean => a.level === b.level && a.index === b.index;
+
+/** Index of the outline line covering message `position`, or -1. Outline lines are sorted. */
+export function outlineIndexOf(outline: readonly Line[], position: number): number {
+  let lo = 0;
+  let hi = outline.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const line = outline[mid] as Line;
+    if (position < nodeId(line)) hi = mid - 1;
+    else if (position > nodeLast(line)) lo = mid + 1;
+    else return mid;
+  }
+  return -1;
+}
+
+/** A built node's text and time, wherever it is kept now: the node store or the outline. */
+export function findBuilt(state: ThreadState, ref: NodeRef): BuiltNode | undefined {
+  const stored = getNode(state.nodes, ref.level, ref.index);
+  if (stored) return stored;
+  const line = state.outline[outlineIndexOf(state.outline, nodeId(ref))];
+  return line && sameRef(line, ref) ? line : undefined;
+}
+
+export function tailEntry(state: ThreadState, position: number): TailEntry | undefined {
+  return state.tail[position - state.boundary];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building nodes: free ones at once, others asked of the summarizer; parents eagerly.
+
+function want(s: ThreadState, ref: NodeRef): void {
+  s.wanted = [...s.wanted, ref];
+  if (ref.level === 0) s.stats = { ...s.stats, leafJobs: s.stats.leafJobs + 1 };
+  else s.stats = { ...s.stats, mergeJobs: s.stats.mergeJobs + 1 };
+}
+
+/** Stores a built node and, once its sibling exists, builds or asks for their parent. */
+function store(s: ThreadState, node: BuiltNode): void {
+  let current: BuiltNode | undefined = node;
+  while (current) {
+    s.nodes = putNode(s.nodes, current);
+    const sibling = findBuilt(s, { level: current.level, index: current.index ^ 1 });
+    if (!sibling) return;
+    const [left, right]: [BuiltNode, BuiltNode] =
+      current.index % 2 === 0 ? [current, sibling] : [sibling, current];
+    const parent: NodeRef = { level: current.level + 1, index: current.index >> 1 };
+    const free = freeParentText(left.text, right.text, s.settings.line);
+    if (free === undefined) {
+      want(s, parent);
+      return;
+    }
+    s.stats = { ...s.stats, freeMerges: s.stats.freeMerges + 1 };
+    current = { ...parent, text: free, until: right.until };
+  }
+}
+
+function makeDue(s: ThreadState, entry: TailEntry): void {
+  const free = freeLeafText(entry.message, s.settings.line);
+  if (free === undefined) {
+    want(s, { level: 0, index: entry.position });
+    return;
+  }
+  s.stats = { ...s.stats, freeLeaves: s.stats.freeLeaves + 1 };
+  store(s, { level: 0, index: entry.position, text: free, until: entry.message.at });
+}
+
+/** Summarise ahead: a leaf is due once the tail from it to the end costs more than tail[0]. */
+function advanceDue(s: ThreadState): void {
+  const low = s.settings.tail[0];
+  while (s.due < s.count && s.dueCost > low) {
+    const entry = tailEntry(s, s.due) as TailEntry;
+    s.dueCost -= entry.cost;
+    s.due += 1;
+    makeDue(s, entry);
+  }
+}
+
+/** Plans a cut when the tail passes tail[1]: the oldest leave until it is at most tail[0]. */
+function planCut(s: ThreadState): void {
+  const [low, high] = s.settings.tail;
+  if (s.plannedCost <= high) return;
+  let b = s.planned;
+  let cost = s.plannedCost;
+  // The newest message always stays whole, however big.
+  while (cost > low && b < s.count - 1) {
+    cost -= (tailEntry(s, b) as TailEntry).cost;
+    b += 1;
+  }
+  if (b === s.planned) return;
+  while (s.due < b) {
+    const entry = tailEntry(s, s.due) as TailEntry;
+    s.dueCost -= entry.cost;
+    s.due += 1;
+    makeDue(s, entry);
+  }
+  const first = tailEntry(s, b) as TailEntry;
+  const newest = tailEntry(s, s.count - 1) as TailEntry;
+  s.planned = b;
+  s.plannedCost = cost;
+  s.cuts = [...s.cuts, { boundary: b, since: first.message.at, cutAt: newest.message.at }];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Applying what the log decided, as far as the built nodes allow.
+
+function leavesBuilt(s: ThreadState, from: number, to: number): boolean {
+  for (let p = from; p < to; p++) if (!getNode(s.nodes, 0, p)) return false;
+  return true;
+}
+
+function applyCut(s: ThreadState, cut: PendingCut): void {
+  const leaving: NodeRef[] = [];
+  const lines: Line[] = [];
+  let added = 0;
+  for (let p = s.boundary; p < cut.boundary; p++) {
+    const leaf = getNode(s.nodes, 0, p) as BuiltNode;
+    const line = toLine(leaf);
+    lines.push(line);
+    added += line.bytes;
+    leaving.push(leaf);
+  }
+  s.outline = [...s.outline, ...lines];
+  s.outlineBytes += added;
+  s.nodes = dropNodes(s.nodes, leaving);
+  s.tail = s.tail.slice(cut.boundary - s.boundary);
+  s.boundary = cut.boundary;
+  s.since = cut.since;
+  s.cutAt = cut.cutAt;
+  s.cuts = s.cuts.slice(1);
+  s.stats = { ...s.stats, cuts: s.stats.cuts + 1 };
+  if (s.outlineBytes > s.settings.outline[1]) {
+    s.batch = { waitingFor: null };
+    s.stats = { ...s.stats, batches: s.stats.batches + 1 };
+  }
+}
+
+function continueBatch(s: ThreadState): boolean {
+  const progress = runBatch(
+    s.outline,
+    s.outlineBytes,
+    s.boundary,
+    s.settings.outline[0],
+    (level, index) => getNode(s.nodes, level, index),
+  );
+  if (progress.merged.length > 0) {
+    s.outline = progress.lines;
+    s.outlineBytes = progress.bytes;
+    s.nodes = dropNodes(s.nodes, progress.merged);
+    s.stats = { ...s.stats, merges: s.stats.merges + progress.merged.length };
+  }
+  if (progress.waitingFor) {
+    s.batch = { waitingFor: progress.waitingFor };
+    return false;
+  }
+  s.batch = null;
+  return true;
+}
+
+/** Applies pending cuts and batches in log order until one must wait for a summary. */
+function settle(s: ThreadState): void {
+  for (;;) {
+    if (s.batch) {
+      if (!continueBatch(s)) return;
+      continue;
+    }
+    const cut = s.cuts[0];
+    if (!cut || !leavesBuilt(s, s.boundary, cut.boundary)) return;
+    applyCut(s, cut);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transitions. Each takes a state and returns a new one; the input is never modified.
+
+/** SPEC §4 on `message.created`: append, summarise ahead, plan a cut, apply what can be. */
+export function appendMessage(
+  state: ThreadState,
+  message: Message,
+  seq = 0,
+): { state: ThreadState; outcome: AppendOutcome } {
+  if (message.thread !== state.thread) {
+    throw new InvariantError(
+      "WRONG_THREAD",
+      `message ${message.id} is for thread '${message.thread}', not '${state.thread}'`,
+    );
+  }
+  if (state.deleted) {
+    return {
+      state,
+      outcome: {
+        type: "rejected",
+        reason: `thread '${state.thread}' was deleted; a deleted thread takes no new messages`,
+      },
+    };
+  }
+  if (seq > 0 && seq <= state.seq) {
+    return {
+      state,
+      outcome: {
+        type: "duplicate",
+        reason: `stream sequence ${seq} was already applied (last ${state.seq})`,
+      },
+    };
+  }
+  for (let i = state.tail.length - 1; i >= 0; i--) {
+    if (state.tail[i]?.message.id === message.id) {
+      return {
+        state,
+        outcome: {
+          type: "duplicate",
+          reason: `message id '${message.id}' was already applied at position ${state.tail[i]?.position}`,
+        },
+      };
+    }
+  }
+  const s: ThreadState = { ...state };
+  const position = s.count;
+  const cost = estimateMessageTokens(message);
+  s.tail = [...s.tail, { message, position, seq, cost }];
+  s.count += 1;
+  if (seq > 0) s.seq = seq;
+  s.plannedCost += cost;
+  s.dueCost += cost;
+  advanceDue(s);
+  planCut(s);
+  settle(s);
+  return { state: s, outcome: { type: "applied", position } };
+}
+
+/** A summary came back for a node the thread asked for. Others (already built, unknown) are ignored. */
+export function summaryBuilt(
+  state: ThreadState,
+  ref: NodeRef,
+  text: string,
+): { state: ThreadState; outcome: BuiltOutcome } {
+  if (state.deleted) return { state, outcome: { type: "ignored", reason: "thread deleted" } };
+  const inflight = state.inflight.findIndex((r) => sameRef(r, ref));
+  const wanted = inflight < 0 ? state.wanted.findIndex((r) => sameRef(r, ref)) : -1;
+  if (inflight < 0 && wanted < 0) {
+    return {
+      state,
+      outcome: {
+        type: "ignored",
+        reason: `node ${ref.level}:${ref.index} is not awaited (already built or never asked for)`,
+      },
+    };
+  }
+  if (text.trim() === "") {
+    throw new InvariantError(
+      "EMPTY_SUMMARY",
+      `summary for node ${ref.level}:${ref.index} is empty; an empty reply is a summarizer failure, send summary.failed instead`,
+    );
+  }
+  const s: ThreadState = { ...state };
+  if (inflight >= 0) s.inflight = s.inflight.filter((_, i) => i !== inflight);
+  else s.wanted = s.wanted.filter((_, i) => i !== wanted);
+  const limit = Math.floor(s.settings.line * 1.25);
+  const bounded = utf8Bytes(text) > limit ? cutToBytes(text, limit) : text;
+  let until: string;
+  if (ref.level === 0) {
+    const entry = tailEntry(s, ref.index);
+    if (!entry)
+      throw new InvariantError("LEAF_NOT_IN_TAIL", `leaf ${ref.index} is not in the tail`);
+    until = entry.message.at;
+  } else {
+    const right = findBuilt(s, { level: ref.level - 1, index: ref.index * 2 + 1 });
+    if (!right)
+      throw new InvariantError(
+        "CHILD_MISSING",
+        `parent ${ref.level}:${ref.index} has no built right child`,
+      );
+    until = right.until;
+  }
+  store(s, { ...ref, text: bounded, until });
+  settle(s);
+  return { state: s, outcome: { type: "built" } };
+}
+
+/** A summarizer attempt failed: the node goes back to the front of the queue. */
+export function summaryFailed(state: ThreadState, ref: NodeRef): ThreadState {
+  const at = state.inflight.findIndex((r) => sameRef(r, ref));
+  if (at < 0) return state;
+  return {
+    ...state,
+    inflight: state.inflight.filter((_, i) => i !== at),
+    wanted: [ref, ...state.wanted],
+  };
+}
+
+/**
+ * Hands out jobs up to the concurrency limit: the parent a waiting batch needs first, then in
+ * request order (due leaves in position order, merges as their children complete).
+ */
+export function takeJobs(
+  state: ThreadState,
+  limit = state.settings.concurrency,
+): { state: ThreadState; started: NodeRef[] } {
+  const room = limit - state.inflight.length;
+  if (room <= 0 || state.wanted.length === 0) return { state, started: [] };
+  let wanted = state.wanted;
+  const needed = state.batch?.waitingFor;
+  if (needed) {
+    const at = wanted.findIndex((r) => sameRef(r, needed));
+    if (at > 0) wanted = [needed, ...wanted.slice(0, at), ...wanted.slice(at + 1)];
+  }
+  const started = wanted.slice(0, room);
+  return {
+    state: { ...state, wanted: wanted.slice(room), inflight: [...state.inflight, ...started] },
+    started,
+  };
+}
+
+/** After a restore: jobs that were in flight are asked again (their answers were lost). */
+export function restartJobs(state: ThreadState): ThreadState {
+  if (state.inflight.length === 0) return state;
+  return { ...state, wanted: [...state.inflight, ...state.wanted], inflight: [] };
+}
+
+/** SPEC §4 `thread.deleted`: nothing of the thread is kept; it takes no more messages. */
+export function deleteThread(state: ThreadState): ThreadState {
+  return {
+    ...initialThreadState(state.thread, state.settings, state.complete),
+    deleted: true,
+    seq: state.seq,
+  };
+}
+
+/** Nothing outstanding: every asked summary is in and every planned cut and batch applied. */
+export function isSettled(state: ThreadState): boolean {
+  return (
+    state.wanted.length === 0 &&
+    state.inflight.length === 0 &&
+    state.cuts.length === 0 &&
+    state.batch === null
+  );
+}
