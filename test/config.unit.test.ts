@@ -1,0 +1,184 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { SettingsError } from "../shared/errors.ts";
+import { DEFAULT_SETTINGS } from "../shared/settings.ts";
+import { loadSettings } from "../services/config/load.ts";
+import { DEFAULT_NAMES } from "../services/config/names.ts";
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "outline-config-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+function writeJson(name: string, value: unknown): string {
+  const file = join(dir, name);
+  writeFileSync(file, typeof value === "string" ? value : JSON.stringify(value));
+  return file;
+}
+
+function settingsError(run: () => unknown): SettingsError {
+  try {
+    run();
+  } catch (err) {
+    expect(err).toBeInstanceOf(SettingsError);
+    return err as SettingsError;
+  }
+  throw new Error("expected a SettingsError");
+}
+
+describe("loadSettings", () => {
+  it("gives the defaults with no file and no variables", () => {
+    const config = loadSettings({}, [], dir);
+    expect(config.settings).toEqual(DEFAULT_SETTINGS);
+    expect(config.names).toEqual(DEFAULT_NAMES);
+    expect(config.auth).toEqual({ kind: "none" });
+    expect(config.replicas).toBe(1);
+    expect(config.configFile).toBeUndefined();
+  });
+
+  it("reads ./outline.config.json from the working directory when present", () => {
+    const file = writeJson("outline.config.json", { HISTORY_TAIL: "200,400" });
+    const config = loadSettings({}, [], dir);
+    expect(config.configFile).toBe(file);
+    expect(config.settings.tail).toEqual([200, 400]);
+  });
+
+  it("lets the environment override the file, but not with an empty value", () => {
+    const file = writeJson("custom.json", {
+      HISTORY_TAIL: "200,400",
+      HISTORY_LINE: 100,
+      HISTORY_OUTLINE: [2000, 4000],
+      OUTLINE_CHAT_STREAM: "FROM_FILE",
+    });
+    const config = loadSettings(
+      { OUTLINE_CONFIG: file, HISTORY_LINE: "128", OUTLINE_CHAT_STREAM: "" },
+      [],
+      dir,
+    );
+    expect(config.settings.line).toBe(128);
+    expect(config.settings.tail).toEqual([200, 400]);
+    expect(config.settings.outline).toEqual([2000, 4000]);
+    expect(config.names.chatStream).toBe("FROM_FILE");
+  });
+
+  it("prefers --config over OUTLINE_CONFIG", () => {
+    const a = writeJson("a.json", { HISTORY_LINE: "100" });
+    const b = writeJson("b.json", { HISTORY_LINE: "200" });
+    expect(loadSettings({ OUTLINE_CONFIG: a }, ["--config", b], dir).settings.line).toBe(200);
+    expect(loadSettings({ OUTLINE_CONFIG: a }, [`--config=${b}`], dir).settings.line).toBe(200);
+  });
+
+  it("keeps other variables from the file for modules that read their own", () => {
+    const file = writeJson("c.json", { OPENAI_BASE_URL: "http://127.0.0.1:1/v1" });
+    const config = loadSettings({ OUTLINE_CONFIG: file, OPENAI_API_KEY: "k" }, [], dir);
+    expect(config.values.OPENAI_BASE_URL).toBe("http://127.0.0.1:1/v1");
+    expect(config.values.OPENAI_API_KEY).toBe("k");
+  });
+
+  it("warns about an unknown key of our own families in the file", () => {
+    const file = writeJson("typo.json", { HISTORY_TALE: "1,2", SOMETHING_ELSE: "x" });
+    const config = loadSettings({ OUTLINE_CONFIG: file }, [], dir);
+    expect(config.warnings).toHaveLength(1);
+    expect(config.warnings[0]).toContain("HISTORY_TALE");
+  });
+
+  it("names the variable of a bad value, from the file or the environment", () => {
+    const file = writeJson("bad.json", { HISTORY_TAIL: "lots" });
+    const fromFile = settingsError(() => loadSettings({ OUTLINE_CONFIG: file }, [], dir));
+    expect(fromFile.setting).toBe("HISTORY_TAIL");
+    expect(fromFile.message).toMatch(/^HISTORY_TAIL: /);
+
+    const fromEnv = settingsError(() => loadSettings({ PORT: "http" }, [], dir));
+    expect(fromEnv.setting).toBe("PORT");
+  });
+
+  it("names OUTLINE_CONFIG when the file is missing or not JSON", () => {
+    const missing = settingsError(() =>
+      loadSettings({ OUTLINE_CONFIG: join(dir, "nope.json") }, [], dir),
+    );
+    expect(missing.setting).toBe("OUTLINE_CONFIG");
+    expect(missing.message).toContain("does not exist");
+
+    const broken = writeJson("broken.json", "{ HISTORY_LINE: 5");
+    const notJson = settingsError(() => loadSettings({ OUTLINE_CONFIG: broken }, [], dir));
+    expect(notJson.setting).toBe("OUTLINE_CONFIG");
+    expect(notJson.message).toContain("not valid JSON");
+
+    const list = writeJson("list.json", ["HISTORY_LINE"]);
+    expect(settingsError(() => loadSettings({ OUTLINE_CONFIG: list }, [], dir)).setting).toBe(
+      "OUTLINE_CONFIG",
+    );
+  });
+
+  it("names the key of a file value that is not a string or number", () => {
+    const file = writeJson("obj.json", { HISTORY_LINE: { value: 5 } });
+    expect(settingsError(() => loadSettings({ OUTLINE_CONFIG: file }, [], dir)).setting).toBe(
+      "HISTORY_LINE",
+    );
+  });
+
+  it("reads and checks the infrastructure names", () => {
+    const config = loadSettings(
+      { OUTLINE_CHAT_STREAM: "PLATFORM_CHAT", OUTLINE_CHAT_PREFIX: "acme.chat" },
+      [],
+      dir,
+    );
+    expect(config.names.chatStream).toBe("PLATFORM_CHAT");
+    expect(config.names.chatPrefix).toBe("acme.chat");
+
+    expect(
+      settingsError(() => loadSettings({ OUTLINE_HISTORY_STREAM: "HIS.TORY" }, [], dir)).setting,
+    ).toBe("OUTLINE_HISTORY_STREAM");
+    expect(
+      settingsError(() => loadSettings({ OUTLINE_CHAT_PREFIX: "chat.>" }, [], dir)).setting,
+    ).toBe("OUTLINE_CHAT_PREFIX");
+  });
+
+  it("refuses subject spaces or streams that would collide", () => {
+    const overlap = settingsError(() =>
+      loadSettings({ OUTLINE_DEAD_SUBJECT: "history.dead" }, [], dir),
+    );
+    expect(overlap.setting).toBe("OUTLINE_DEAD_SUBJECT");
+    expect(overlap.message).toContain("OUTLINE_HISTORY_PREFIX");
+
+    const sameStream = settingsError(() =>
+      loadSettings({ OUTLINE_HISTORY_STREAM: "CHAT" }, [], dir),
+    );
+    expect(sameStream.setting).toBe("OUTLINE_HISTORY_STREAM");
+  });
+
+  it("reads NATS credentials and refuses half or double ones", () => {
+    expect(loadSettings({ NATS_TOKEN: "t" }, [], dir).auth).toEqual({ kind: "token", token: "t" });
+    expect(loadSettings({ NATS_USER: "u", NATS_PASSWORD: "p" }, [], dir).auth).toEqual({
+      kind: "user",
+      user: "u",
+      password: "p",
+    });
+    expect(settingsError(() => loadSettings({ NATS_USER: "u" }, [], dir)).setting).toBe(
+      "NATS_PASSWORD",
+    );
+    expect(
+      settingsError(() =>
+        loadSettings({ NATS_USER: "u", NATS_PASSWORD: "p", NATS_TOKEN: "t" }, [], dir),
+      ).setting,
+    ).toBe("NATS_TOKEN");
+    expect(
+      settingsError(() => loadSettings({ NATS_CREDS: "missing.creds" }, [], dir)).setting,
+    ).toBe("NATS_CREDS");
+    const creds = writeJson("svc.creds", "-----BEGIN NATS USER JWT-----");
+    expect(loadSettings({ NATS_CREDS: "svc.creds" }, [], dir).auth).toEqual({
+      kind: "creds",
+      file: creds,
+    });
+  });
+
+  it("accepts 1, 3 or 5 replicas only", () => {
+    expect(loadSettings({ OUTLINE_REPLICAS: "3" }, [], dir).replicas).toBe(3);
+    expect(settingsError(() => loadSettings({ OUTLINE_REPLICAS: "2" }, [], dir)).setting).toBe(
+      "OUTLINE_REPLICAS",
+    );
+  });
+});
