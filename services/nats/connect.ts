@@ -1,0 +1,104 @@
+import { readFileSync } from "node:fs";
+import {
+  AuthorizationError,
+  connect,
+  credsAuthenticator,
+  type NatsConnection,
+  type NodeConnectionOptions,
+} from "@nats-io/transport-node";
+import type { NatsAuth } from "../config/nats-auth.ts";
+
+/** NATS could not be reached or refused us; the message says which variable to check. */
+export class NatsConnectError extends Error {
+  override readonly name = "NatsConnectError";
+  readonly code = "NATS_UNREACHABLE";
+}
+
+export interface ConnectOptions {
+  url: string;
+  /** Shown in the server's connection list (`nats server report connections`). */
+  name: string;
+  auth?: NatsAuth;
+  /**
+   * How long to keep trying the first connection. Compose or `npm start` may start us a moment
+   * before the server listens; after that we give up with a clear error rather than hang.
+   */
+  startupTimeoutMs?: number;
+}
+
+// Credentials embedded in a URL must not end up in logs.
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, "//***@");
+}
+
+function authOptions(auth: NatsAuth | undefined): Partial<NodeConnectionOptions> {
+  switch (auth?.kind) {
+    case undefined:
+    case "none":
+      return {};
+    case "user":
+      return { user: auth.user, pass: auth.password };
+    case "token":
+      return { token: auth.token };
+    case "creds":
+      return { authenticator: credsAuthenticator(readFileSync(auth.file)) };
+  }
+}
+
+function authHint(auth: NatsAuth | undefined): string {
+  switch (auth?.kind) {
+    case "user":
+      return "check NATS_USER and NATS_PASSWORD";
+    case "token":
+      return "check NATS_TOKEN";
+    case "creds":
+      return "check the file NATS_CREDS points at";
+    default:
+      return "the server requires credentials: set NATS_USER/NATS_PASSWORD, NATS_TOKEN or NATS_CREDS";
+  }
+}
+
+// Retrying cannot fix wrong credentials, so these end the startup wait at once.
+function isAuthFailure(err: unknown): boolean {
+  return (
+    err instanceof AuthorizationError ||
+    (err instanceof Error && err.cause instanceof AuthorizationError)
+  );
+}
+
+/**
+ * Connects once the server answers and then reconnects forever: a service outlives a NATS
+ * restart instead of exiting and losing its in-flight work.
+ */
+export async function connectNats(options: ConnectOptions): Promise<NatsConnection> {
+  const deadline = Date.now() + (options.startupTimeoutMs ?? 10_000);
+  const shown = redactUrl(options.url);
+  let lastError: unknown;
+  for (;;) {
+    try {
+      return await connect({
+        servers: options.url,
+        name: options.name,
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 1_000,
+        timeout: 5_000,
+        ...authOptions(options.auth),
+      });
+    } catch (err) {
+      lastError = err;
+      if (isAuthFailure(err)) {
+        throw new NatsConnectError(
+          `NATS at ${shown} (NATS_URL) refused ${options.name}'s credentials: ${(err as Error).message}; ${authHint(options.auth)}`,
+          { cause: err },
+        );
+      }
+    }
+    if (Date.now() >= deadline) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const reason = lastError instanceof Error ? lastError.message : String(lastError);
+  throw new NatsConnectError(
+    `cannot connect to NATS at ${shown} (NATS_URL): ${reason}; start nats-server with JetStream ('nats-server -js'), fix NATS_URL, or unset it and use 'npm start' to run a local server`,
+    { cause: lastError },
+  );
+}

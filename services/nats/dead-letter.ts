@@ -1,0 +1,53 @@
+import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
+import { headers } from "@nats-io/transport-node";
+import type { InfraNames } from "../config/names.ts";
+
+export const DEAD_LETTER_HEADERS = {
+  reason: "Outline-Reason",
+  subject: "Outline-Subject",
+  stream: "Outline-Stream",
+  seq: "Outline-Seq",
+} as const;
+
+export interface DeadLetter {
+  /** Why the event was not applied, in words a person can act on. */
+  reason: string;
+  /** The subject the event arrived on. */
+  subject: string;
+  /** The event's original bytes, unchanged, so it can be inspected or re-published. */
+  data: Uint8Array;
+  /** The event's sequence in its stream, when it came from one. */
+  seq?: number;
+  /** The stream `seq` refers to; the chat stream unless said otherwise. */
+  stream?: string;
+}
+
+// Header values are single lines, and a reason may quote a multi-line body; a very long reason
+// would also bloat every record, so it is folded and cut.
+function headerValue(text: string): string {
+  const folded = text.replace(/[\r\n]+/g, " ");
+  return folded.length > 2000 ? `${folded.slice(0, 2000)}…` : folded;
+}
+
+/**
+ * Records an event that was not applied. With a sequence the record's Nats-Msg-Id is derived from
+ * it, so a redelivery of the same bad event inside the duplicate window is stored once.
+ */
+export async function publishDeadLetter(
+  js: JetStreamClient,
+  names: InfraNames,
+  letter: DeadLetter,
+): Promise<PubAck> {
+  const h = headers();
+  h.set(DEAD_LETTER_HEADERS.reason, headerValue(letter.reason));
+  h.set(DEAD_LETTER_HEADERS.subject, headerValue(letter.subject));
+  const stream = letter.stream ?? names.chatStream;
+  if (letter.seq !== undefined) {
+    h.set(DEAD_LETTER_HEADERS.stream, stream);
+    h.set(DEAD_LETTER_HEADERS.seq, String(letter.seq));
+  }
+  return js.publish(names.deadSubject, letter.data, {
+    headers: h,
+    ...(letter.seq !== undefined ? { msgID: `dead:${stream}:${letter.seq}` } : {}),
+  });
+}

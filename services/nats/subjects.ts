@@ -1,0 +1,85 @@
+import { InvariantError } from "../../shared/errors.ts";
+import { THREAD_ID } from "../../shared/events.ts";
+import type { InfraNames } from "../config/names.ts";
+
+export type ChatEventKind = "message.created" | "thread.deleted";
+
+export interface Subjects {
+  /** `chat.<thread>.message.created` */
+  messageCreated(thread: string): string;
+  /** `chat.<thread>.thread.deleted` */
+  threadDeleted(thread: string): string;
+  /** `history.<thread>.<level>.<index>`: one summary node. */
+  historyNode(thread: string, level: number, index: number): string;
+  /** `thread:level:index`: the Nats-Msg-Id of a node, so a re-published node is stored once. */
+  historyMsgId(thread: string, level: number, index: number): string;
+  /** Every chat subject of one thread (to purge it, or read its messages). */
+  threadChat(thread: string): string;
+  /** Every history subject of one thread. */
+  threadHistory(thread: string): string;
+  /** The chat stream's subjects (the worker's consumer reads all of them). */
+  readonly chatStreamSubjects: readonly string[];
+  readonly historyStreamSubjects: readonly string[];
+  readonly deadLetter: string;
+  /** Reads the thread and kind out of a chat subject; undefined when it is not one. */
+  parseChat(subject: string): { thread: string; kind: ChatEventKind } | undefined;
+  /** Reads thread, level and index out of a history subject; undefined when it is not one. */
+  parseHistory(subject: string): { thread: string; level: number; index: number } | undefined;
+}
+
+// A thread id becomes a subject token: anything else could widen a purge or a filter to
+// other threads ('*', '>', '.'), so it is refused rather than escaped.
+function token(thread: string): string {
+  if (!THREAD_ID.test(thread)) {
+    throw new InvariantError(
+      "BAD_THREAD_ID",
+      `thread id '${thread.slice(0, 140)}' is not 1–128 characters of A-Z, a-z, 0-9, '_' or '-'; validate events before building subjects`,
+    );
+  }
+  return thread;
+}
+
+function nodeNumber(what: string, n: number): number {
+  if (!Number.isSafeInteger(n) || n < 0) {
+    throw new InvariantError("BAD_NODE", `node ${what} ${n} is not a whole number ≥ 0`);
+  }
+  return n;
+}
+
+function stripPrefix(subject: string, prefix: string): string[] | undefined {
+  return subject.startsWith(`${prefix}.`) ? subject.slice(prefix.length + 1).split(".") : undefined;
+}
+
+export function subjects(names: InfraNames): Subjects {
+  const chat = names.chatPrefix;
+  const history = names.historyPrefix;
+  return {
+    messageCreated: (thread) => `${chat}.${token(thread)}.message.created`,
+    threadDeleted: (thread) => `${chat}.${token(thread)}.thread.deleted`,
+    historyNode: (thread, level, index) =>
+      `${history}.${token(thread)}.${nodeNumber("level", level)}.${nodeNumber("index", index)}`,
+    historyMsgId: (thread, level, index) =>
+      `${token(thread)}:${nodeNumber("level", level)}:${nodeNumber("index", index)}`,
+    threadChat: (thread) => `${chat}.${token(thread)}.>`,
+    threadHistory: (thread) => `${history}.${token(thread)}.>`,
+    chatStreamSubjects: [`${chat}.*.message.created`, `${chat}.*.thread.deleted`],
+    historyStreamSubjects: [`${history}.>`],
+    deadLetter: names.deadSubject,
+    parseChat(subject) {
+      const rest = stripPrefix(subject, chat);
+      if (rest?.length !== 3) return undefined;
+      const [thread, a, b] = rest as [string, string, string];
+      const kind = `${a}.${b}`;
+      if (!THREAD_ID.test(thread)) return undefined;
+      if (kind !== "message.created" && kind !== "thread.deleted") return undefined;
+      return { thread, kind };
+    },
+    parseHistory(subject) {
+      const rest = stripPrefix(subject, history);
+      if (rest?.length !== 3) return undefined;
+      const [thread, level, index] = rest as [string, string, string];
+      if (!THREAD_ID.test(thread) || !/^\d+$/.test(level) || !/^\d+$/.test(index)) return undefined;
+      return { thread, level: Number(level), index: Number(index) };
+    },
+  };
+}

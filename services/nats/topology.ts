@@ -1,0 +1,226 @@
+import {
+  DiscardPolicy,
+  jetstream,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamClient,
+  type JetStreamManager,
+  type StreamConfig,
+  type StreamInfo,
+} from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import { nanos, type NatsConnection } from "@nats-io/transport-node";
+import { NAME_VARIABLES, type InfraNames } from "../config/names.ts";
+import {
+  streamDifferences,
+  topologyError,
+  TopologyError,
+  type StreamNeeds,
+} from "./stream-check.ts";
+import { subjects } from "./subjects.ts";
+
+export { publishDeadLetter, DEAD_LETTER_HEADERS, type DeadLetter } from "./dead-letter.ts";
+export { subjects, type Subjects, type ChatEventKind } from "./subjects.ts";
+export { TopologyError } from "./stream-check.ts";
+
+export interface TopologyOptions {
+  /** Copies of each stream kept by a cluster; applies only to streams created now. */
+  replicas?: number;
+}
+
+export interface Topology {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  /** The snapshot bucket, one key per thread. */
+  kv: KV;
+}
+
+// The platform publishes each message with Nats-Msg-Id = its id; two minutes absorbs a publisher's
+// retries. Beyond it the actor itself recognises an id it has applied.
+const DUPLICATE_WINDOW_MS = 2 * 60_000;
+
+type Plan = { needs: StreamNeeds; config: Partial<StreamConfig> & { name: string } };
+
+function plans(names: InfraNames, replicas: number): Plan[] {
+  const s = subjects(names);
+  // Limits retention with no limit at all: every message stays reachable by sequence for as long
+  // as its thread lives (SPEC §6); only thread.deleted removes anything, by purge.
+  const keepAll = {
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.Old,
+    max_age: 0,
+    max_msgs: -1,
+    max_bytes: -1,
+    max_msgs_per_subject: -1,
+    duplicate_window: nanos(DUPLICATE_WINDOW_MS),
+    num_replicas: replicas,
+  };
+  return [
+    {
+      needs: {
+        name: names.chatStream,
+        variable: NAME_VARIABLES.chatStream,
+        subjects: s.chatStreamSubjects,
+        keepsEverything: true,
+        purges: true,
+        direct: true,
+        rollup: false,
+      },
+      config: {
+        ...keepAll,
+        name: names.chatStream,
+        description: "Chat events in: message.created and thread.deleted per thread (SPEC §7)",
+        subjects: [...s.chatStreamSubjects],
+        allow_direct: true,
+      },
+    },
+    {
+      needs: {
+        name: names.historyStream,
+        variable: NAME_VARIABLES.historyStream,
+        subjects: s.historyStreamSubjects,
+        keepsEverything: true,
+        purges: true,
+        direct: true,
+        rollup: false,
+      },
+      config: {
+        ...keepAll,
+        name: names.historyStream,
+        description:
+          "Summary nodes built by the thread actors, <prefix>.<thread>.<level>.<index>, so a replay needs no model",
+        subjects: [...s.historyStreamSubjects],
+        // A node is read by last-by-subject in one direct get.
+        allow_direct: true,
+      },
+    },
+    {
+      needs: {
+        name: names.deadStream,
+        variable: NAME_VARIABLES.deadStream,
+        subjects: [names.deadSubject],
+        keepsEverything: false,
+        purges: false,
+        direct: false,
+        rollup: false,
+      },
+      config: {
+        ...keepAll,
+        name: names.deadStream,
+        description: "Events outline did not apply: original bytes, reason in headers",
+        subjects: [names.deadSubject],
+      },
+    },
+  ];
+}
+
+function isStreamNotFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
+}
+
+async function existing(jsm: JetStreamManager, name: string): Promise<StreamInfo | undefined> {
+  try {
+    return await jsm.streams.info(name);
+  } catch (err) {
+    if (isStreamNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+// The server's "subjects overlap with an existing stream" does not say which stream; we do.
+async function explainAddFailure(jsm: JetStreamManager, plan: Plan, err: unknown): Promise<Error> {
+  const message = err instanceof Error ? err.message : String(err);
+  if (/overlap/i.test(message)) {
+    const owners = new Set<string>();
+    for (const subject of plan.config.subjects ?? []) {
+      for await (const name of jsm.streams.names(subject)) owners.add(name);
+    }
+    const list = [...owners].join(", ") || "another stream";
+    return new TopologyError(
+      `cannot create stream ${plan.needs.name} (${plan.needs.variable}): its subjects ` +
+        `[${(plan.config.subjects ?? []).join(", ")}] are already captured by stream ${list}. ` +
+        `Set ${plan.needs.variable} to that stream's name if it should be used as is, or change the subject prefix ` +
+        `(${NAME_VARIABLES.chatPrefix}, ${NAME_VARIABLES.historyPrefix}, ${NAME_VARIABLES.deadSubject}).`,
+      { cause: err },
+    );
+  }
+  return new TopologyError(
+    `cannot create stream ${plan.needs.name} (${plan.needs.variable}): ${message}; check the server's JetStream limits and the account's permissions`,
+    { cause: err },
+  );
+}
+
+async function ensureStream(jsm: JetStreamManager, plan: Plan): Promise<void> {
+  let info = await existing(jsm, plan.needs.name);
+  if (info === undefined) {
+    try {
+      info = await jsm.streams.add(plan.config);
+    } catch (err) {
+      // Another process starting at the same moment may have created it first.
+      info = await existing(jsm, plan.needs.name);
+      if (info === undefined) throw await explainAddFailure(jsm, plan, err);
+    }
+  }
+  const diffs = streamDifferences(plan.needs, info.config);
+  if (diffs.length > 0) throw topologyError(plan.needs, diffs);
+}
+
+async function ensureBucket(
+  jsm: JetStreamManager,
+  js: JetStreamClient,
+  names: InfraNames,
+  replicas: number,
+): Promise<KV> {
+  const stream = `KV_${names.kvBucket}`;
+  const needs: StreamNeeds = {
+    name: stream,
+    variable: NAME_VARIABLES.kvBucket,
+    subjects: [`$KV.${names.kvBucket}.>`],
+    keepsEverything: false,
+    purges: true,
+    direct: false,
+    rollup: true,
+  };
+  const info = await existing(jsm, stream);
+  if (info !== undefined) {
+    const diffs = streamDifferences(needs, info.config);
+    if (diffs.length > 0) throw topologyError(needs, diffs);
+  }
+  // Opens an existing bucket as it is; creates it otherwise. History 1: only the latest
+  // snapshot matters, older ones are rebuilt from the streams.
+  return new Kvm(js).create(names.kvBucket, {
+    history: 1,
+    storage: StorageType.File,
+    replicas,
+    description: "Latest outline snapshot per thread (SPEC §8)",
+  });
+}
+
+/**
+ * Creates the streams and bucket outline needs, or checks the existing ones; never changes an
+ * existing stream. Safe to call from every process at every start.
+ */
+export async function ensureTopology(
+  nc: NatsConnection,
+  names: InfraNames,
+  options: TopologyOptions = {},
+): Promise<Topology> {
+  const replicas = options.replicas ?? 1;
+  let jsm: JetStreamManager;
+  try {
+    jsm = await jetstreamManager(nc);
+  } catch (err) {
+    throw new TopologyError(
+      `JetStream is not available on ${nc.getServer()} (NATS_URL): ${(err as Error).message}; start nats-server with JetStream ('nats-server -js') or enable it for this account`,
+      { cause: err },
+    );
+  }
+  for (const plan of plans(names, replicas)) await ensureStream(jsm, plan);
+  const js = jetstream(nc);
+  const kv = await ensureBucket(jsm, js, names, replicas);
+  return { js, jsm, kv };
+}
