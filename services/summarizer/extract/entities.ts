@@ -1,0 +1,108 @@
+// The exact tokens a reader cannot guess back from a paraphrase: they are what the extractive
+// summarizer keeps first when it must leave words out.
+
+/** Lower tiers are kept first when the line has no room for all. */
+export type EntityKind = "carried" | "url" | "email" | "path" | "id" | "date" | "number" | "name";
+
+export interface Entity {
+  text: string;
+  kind: EntityKind;
+  tier: 1 | 2 | 3;
+  /** Code-unit offset of the first occurrence, to list entities in the text's order. */
+  at: number;
+}
+
+const MONTH =
+  "(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)";
+const EXT =
+  "(?:tsx?|jsx?|mjs|cjs|json|md|txt|py|rb|go|rs|java|kt|c|h|cc|cpp|hpp|cs|php|sh|bash|ya?ml|toml|ini|cfg|conf|env|lock|sql|csv|tsv|xml|html?|css|scss|svg|png|jpe?g|gif|pdf|log|zip|gz|tar|tgz|docx?|xlsx?|pptx?|wasm|proto)";
+const TLD = "(?:com|org|net|io|dev|ai|app|co|de|fr|uk|eu|gov|edu)";
+
+// One pass, alternatives in priority order: the first that matches at a position names it.
+const PATTERN = new RegExp(
+  [
+    String.raw`(?<url>\bhttps?:\/\/[^\s<>"'\x60)\]]+)`,
+    String.raw`(?<email>\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+)`,
+    String.raw`(?<date>\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b|\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b|\b${MONTH}\.? \d{1,2}(?:st|nd|rd|th)?(?:,? \d{4})?\b|\b\d{1,2} ${MONTH}(?: \d{4})?\b|\b\d{1,2}:\d{2}(?::\d{2})?(?: ?[ap]m)?\b|\b(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\b)`,
+    String.raw`(?<path>(?<![\w.\/])(?:~|\.{1,2})?\/[\w@.+-]+(?:\/[\w@.+-]+)*\/?|\b[\w@.+-]+(?:\/[\w@.+-]+)+\.${EXT}\b|\b[\w.-]+\/[\w.-]+\/[\w@./+-]+|\b[\w-]+(?:\.[\w-]+)*\.${EXT}\b|\b[\w-]+(?:\.[\w-]+)*\.${TLD}\b)`,
+    String.raw`(?<id>#\d+\b|\b[A-Z][A-Z0-9]{1,9}-\d+\b|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b(?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{7,40}\b|(?<![\w.-])[A-Za-z][\w-]*\d[\w-]*\b|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z]{2,}[0-9]*\b)`,
+    String.raw`(?<number>[$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?[kKmMbB]n?)?|\bv?\d+(?:\.\d+){2,3}\b|-?\b\d[\d,]*(?:\.\d+)?(?:\s?(?:%|[kKMGT]i?B|KB|ms|µs|ns|s|sec|min|h|hrs?|days?|x|USD|EUR|GBP|k|M|bn)\b|%)?)`,
+    String.raw`(?<name>\p{Lu}[\p{L}\p{M}'’-]*(?: (?:(?:de|van|von|da|del|la|le|of) )?\p{Lu}[\p{L}\p{M}'’-]*)*)`,
+  ].join("|"),
+  "gu",
+);
+
+// Capitalised for grammar, not because they name anything.
+const COMMON = new Set(
+  `I I'm I've I'll I'd OK Okay Yes No Not Please Thanks Thank Hi Hello Hey Dear Also And But Or So Then
+  The A An This That These Those There Here It Its We Our You Your He She They Their My Me Us What When Where
+  Why How Which Who If Else Let Now Just Maybe Sure Great Good Done Note Sorry Well Ok Yeah Yep Nope
+  To In On At For From With By As Of Is Are Was Were Be Been Do Does Did Can Could Should Would Will May Might
+  Must After Before Because Since Once While Every Each All Some Any One Two Three First Second Next Last
+  Today Tomorrow Yesterday`.split(/\s+/),
+);
+
+function isSentenceStart(text: string, at: number): boolean {
+  for (let i = at - 1; i >= 0; i--) {
+    const c = text[i] ?? "";
+    if (c === " " || c === "\t" || c === '"' || c === "“" || c === "(" || c === "*" || c === "_") {
+      continue;
+    }
+    return /[.!?:;\n\r。！？—-]/.test(c);
+  }
+  return true;
+}
+
+/** A capitalised run that names something, with any grammatical first word taken off. */
+function nameOf(raw: string, text: string, at: number): string | undefined {
+  const words = raw.split(/\s+/);
+  while (words.length > 0 && COMMON.has(words[0] ?? "")) words.shift();
+  if (words.length === 0) return undefined;
+  const name = words.join(" ");
+  const first = words[0] ?? "";
+  const innerCapital = /^\p{Lu}.*\p{Lu}/u.test(first);
+  const trimmed = words.length !== raw.split(/\s+/).length;
+  if (words.length === 1 && !innerCapital && !trimmed && isSentenceStart(text, at)) {
+    return undefined;
+  }
+  if (name.length < 2) return undefined;
+  return name;
+}
+
+function numberWorthKeeping(text: string): boolean {
+  // A lone small count ("2 files") says little; anything longer, with a unit or a sign, does.
+  return /\d{2,}|[$€£¥%.,]|[a-zA-Zµ]/.test(text);
+}
+
+const TIER: Record<EntityKind, 1 | 2 | 3> = {
+  carried: 1,
+  url: 1,
+  email: 1,
+  path: 1,
+  id: 1,
+  date: 1,
+  number: 2,
+  name: 2,
+};
+
+/** Every entity in `text`, first occurrence only, in order of appearance. */
+export function findEntities(text: string, offset = 0): Entity[] {
+  const seen = new Set<string>();
+  const found: Entity[] = [];
+  for (const match of text.matchAll(PATTERN)) {
+    const groups = match.groups ?? {};
+    const kind = (Object.keys(groups) as EntityKind[]).find((k) => groups[k] !== undefined);
+    if (kind === undefined) continue;
+    let value = (groups[kind] ?? "").replace(/[.,;:!?'"’)]+$/u, "");
+    if (kind === "name") {
+      const name = nameOf(value, text, match.index);
+      if (name === undefined) continue;
+      value = name;
+    } else if (kind === "number" && !numberWorthKeeping(value)) continue;
+    else if (kind === "id" && COMMON.has(value)) continue;
+    if (value.length < 2 || seen.has(value)) continue;
+    seen.add(value);
+    found.push({ text: value, kind, tier: TIER[kind], at: offset + match.index });
+  }
+  return found;
+}

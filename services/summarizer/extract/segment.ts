@@ -1,0 +1,128 @@
+import { cutToBytes } from "../../../shared/bytes.ts";
+
+/** A unit of meaning: a paragraph or list item of a message, or one speaker's turn in a line. */
+export interface Idea {
+  /** `Ana → Bo: ` when the idea starts with who said it; "" otherwise. */
+  head: string;
+  sentences: string[];
+}
+
+// Periods that end an abbreviation or an initial, not a sentence.
+const ABBREVIATION =
+  /(?:^|[\s(])(?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Mrs|Ms|Dr|Prof|St|No|Fig|Inc|Ltd|Jr|Sr|\p{Lu})\.$/u;
+const BOUNDARY = /[.!?…]+["'”’)\]]*\s+|[。！？]+\s*/gu;
+
+/** Sentences of a paragraph, punctuation kept; "; " also ends one when `semicolons` is set. */
+export function splitSentences(text: string, semicolons = false): string[] {
+  const out: string[] = [];
+  let start = 0;
+  for (const match of text.matchAll(BOUNDARY)) {
+    const end = match.index + match[0].trimEnd().length;
+    const next = text[match.index + match[0].length];
+    if (next === undefined) break;
+    if (/\p{Ll}/u.test(next)) continue;
+    const sentence = text.slice(start, end);
+    if (ABBREVIATION.test(sentence)) continue;
+    out.push(sentence);
+    start = match.index + match[0].length;
+  }
+  out.push(text.slice(start));
+  const cleaned = out.map((s) => s.trim()).filter((s) => s.length > 0);
+  if (!semicolons) return cleaned;
+  return cleaned.flatMap((s) =>
+    s
+      .split(/;\s+/)
+      .map((part) => part.trim())
+      .filter((part) => part.length > 0),
+  );
+}
+
+// Markdown that costs bytes and says nothing in a one-line summary.
+const MARKER = /^\s*(?:#{1,6}\s+|[-*+•]\s+(?:\[[ xX]\]\s+)?|\d{1,3}[.)]\s+|>\s?)/;
+function plain(line: string): string {
+  return line
+    .replace(/\*\*|__|~~/g, "")
+    .replace(/`([^`]*)`/g, "$1")
+    .replace(/\[([^\]]+)\]\((\S+?)\)/g, "$1 ($2)")
+    .replace(/\s+/g, " ")
+    .trim();
+}
+
+function codeIdea(lang: string, firstLine: string): Idea {
+  return { head: "", sentences: [`code${lang ? ` (${lang})` : ""}: ${cutToBytes(firstLine, 80)}`] };
+}
+
+/** A message's text as ideas: paragraphs, list items, headings; a code block is one idea. */
+export function textIdeas(text: string): Idea[] {
+  const ideas: Idea[] = [];
+  let paragraph: string[] = [];
+  const flush = () => {
+    const joined = plain(paragraph.join(" "));
+    if (joined) ideas.push({ head: "", sentences: splitSentences(joined) });
+    paragraph = [];
+  };
+  let code: { lang: string; first: string } | undefined;
+  for (const raw of text.replace(/\r\n?/g, "\n").split("\n")) {
+    const fence = /^\s*(```|~~~)\s*([\w+-]*)/.exec(raw);
+    if (code) {
+      if (fence) {
+        ideas.push(codeIdea(code.lang, code.first));
+        code = undefined;
+      } else if (!code.first && raw.trim()) code.first = raw.trim();
+      continue;
+    }
+    if (fence) {
+      flush();
+      code = { lang: fence[2] ?? "", first: "" };
+      continue;
+    }
+    const line = raw.trim();
+    if (!line) {
+      flush();
+      continue;
+    }
+    const table = line.startsWith("|");
+    const body = table
+      ? line
+          .split("|")
+          .map((cell) => cell.trim())
+          .filter((cell) => cell && !/^:?-+:?$/.test(cell))
+          .join(", ")
+      : line.replace(MARKER, "");
+    const startsNew = table || MARKER.test(line);
+    const last = paragraph[paragraph.length - 1];
+    if (startsNew || (last !== undefined && /[.!?:。！？]$/.test(last))) flush();
+    if (body) paragraph.push(body);
+    if (table) flush();
+  }
+  if (code) ideas.push(codeIdea(code.lang, code.first));
+  flush();
+  return ideas;
+}
+
+// A turn of a line starts with who said it: `Ana: ` or `Ana → Bo: `.
+const HEAD = /^([^\s:/][^:/]{0,80}?: )/;
+const TURN_SPLIT = / \/ (?=[^\s:/][^:/]{0,80}?: )/;
+const ALSO = /\s*\(also: ([^()]*)\)\s*$/;
+
+/**
+ * A summary line back into its turns and the items it listed as `(also: …)`, so a merge can
+ * re-weigh them instead of cutting the line's end.
+ */
+export function lineIdeas(line: string): { ideas: Idea[]; carried: string[] } {
+  const ideas: Idea[] = [];
+  const carried: string[] = [];
+  for (const turn of line.split(TURN_SPLIT)) {
+    let body = turn.trim();
+    const also = ALSO.exec(body);
+    if (also) {
+      for (const item of (also[1] ?? "").split(", ")) if (item.trim()) carried.push(item.trim());
+      body = body.slice(0, also.index).trim();
+    }
+    const head = HEAD.exec(body)?.[1] ?? "";
+    body = body.slice(head.length).trim();
+    const sentences = splitSentences(body, true);
+    if (head || sentences.length > 0) ideas.push({ head, sentences });
+  }
+  return { ideas, carried };
+}
