@@ -1,0 +1,88 @@
+import { mkdirSync } from "node:fs";
+import {
+  describeExit,
+  findBinary,
+  freePort,
+  isPortFree,
+  ManagedProcess,
+  waitForPort,
+  type Exit,
+} from "./processes.ts";
+
+/** nats-server is not installed; the message says how to install it. */
+export class MissingNatsServerError extends Error {
+  override readonly name = "MissingNatsServerError";
+  readonly code = "NATS_SERVER_MISSING";
+  constructor(binary: string) {
+    super(
+      `'${binary}' was not found on PATH. npm start runs a local NATS server when NATS_URL is unset; install it:\n` +
+        `  Debian/Ubuntu:  sudo apt-get install -y nats-server\n` +
+        `  macOS:          brew install nats-server\n` +
+        `  other systems:  https://nats.io/download/ (one static binary; put it on PATH)\n` +
+        `or set NATS_URL to a NATS server with JetStream you already run.`,
+    );
+  }
+}
+
+export interface LocalNatsOptions {
+  /** Where JetStream keeps its files; created if missing. */
+  storeDir: string;
+  host?: string;
+  /** Used when free; otherwise any free port, so a second copy or another server does not block us. */
+  preferredPort?: number;
+  binary?: string;
+  /** Where its log goes (it is quiet on our terminal). */
+  logFile?: string;
+  timeoutMs?: number;
+}
+
+export interface LocalNats {
+  url: string;
+  port: number;
+  process: ManagedProcess;
+  /** Shuts JetStream down cleanly (its files flushed) before the process exits. */
+  stop(graceMs?: number): Promise<Exit>;
+}
+
+/** Starts `nats-server -js` and resolves once it accepts connections. */
+export async function startNatsServer(options: LocalNatsOptions): Promise<LocalNats> {
+  const binary = options.binary ?? "nats-server";
+  const path = binary.includes("/") ? binary : findBinary(binary);
+  if (path === undefined) throw new MissingNatsServerError(binary);
+  const host = options.host ?? "127.0.0.1";
+  const preferred = options.preferredPort ?? 4222;
+  const port = (await isPortFree(preferred, host)) ? preferred : await freePort(host);
+  mkdirSync(options.storeDir, { recursive: true });
+
+  const server = new ManagedProcess(
+    "nats-server",
+    path,
+    ["-js", "-a", host, "-p", String(port), "-sd", options.storeDir],
+    { output: "quiet", ...(options.logFile ? { logFile: options.logFile } : {}) },
+  );
+  const timeoutMs = options.timeoutMs ?? 15_000;
+  const ready = await Promise.race([
+    waitForPort(host, port, timeoutMs).then((ok) => (ok ? "ready" : "timeout")),
+    server.exited.then(() => "exited" as const),
+  ]);
+  if (ready !== "ready") {
+    const why =
+      ready === "exited"
+        ? `it ${describeExit(await server.exited)}`
+        : `it did not listen on ${host}:${port} within ${timeoutMs} ms`;
+    await server.stop("SIGKILL", 1_000);
+    const where = options.logFile ? ` (log: ${options.logFile})` : "";
+    throw new Error(
+      `nats-server could not start: ${why}${where}. Its last output:\n${server.recentOutput()}\n` +
+        `Check that ${options.storeDir} is writable and not used by another nats-server.`,
+    );
+  }
+  return {
+    url: `nats://${host}:${port}`,
+    port,
+    process: server,
+    // nats-server 2.9 shuts down the same way on SIGINT and SIGTERM, but exits 1 after SIGTERM;
+    // SIGINT gives 0, so a non-zero exit still means something went wrong.
+    stop: (graceMs = 10_000) => server.stop("SIGINT", graceMs),
+  };
+}

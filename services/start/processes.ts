@@ -1,0 +1,181 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { accessSync, constants, createWriteStream, type WriteStream } from "node:fs";
+import { connect, createServer } from "node:net";
+import { delimiter, join } from "node:path";
+import { createInterface } from "node:readline";
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** The absolute path of an executable on PATH, or undefined when there is none. */
+export function findBinary(name: string, path = process.env.PATH ?? ""): string | undefined {
+  for (const dir of path.split(delimiter)) {
+    if (dir === "") continue;
+    const candidate = join(dir, name);
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here; keep looking
+    }
+  }
+  return undefined;
+}
+
+/** True when nothing listens on host:port and we may bind it. */
+export function isPortFree(port: number, host = "127.0.0.1"): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once("error", () => resolve(false));
+    server.listen(port, host, () => server.close(() => resolve(true)));
+  });
+}
+
+/** A port the OS had free a moment ago (another process may still take it first). */
+export function freePort(host = "127.0.0.1"): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once("error", reject);
+    server.listen(0, host, () => {
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function canConnect(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, host);
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits until something accepts connections on host:port; false after the timeout. */
+export async function waitForPort(host: string, port: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await canConnect(host, port)) return true;
+    await sleep(50);
+  }
+  return false;
+}
+
+/** Waits until `url` answers 2xx; false after the timeout. */
+export async function waitForHttp(url: string, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+      if (response.ok) return true;
+    } catch {
+      // not listening yet
+    }
+    await sleep(200);
+  }
+  return false;
+}
+
+export interface SpawnOptions {
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** `prefix`: each output line goes to our stdout/stderr as `[name] line`; `quiet`: kept only. */
+  output?: "prefix" | "quiet";
+  /** Also append everything the process writes to this file. */
+  logFile?: string;
+}
+
+const KEPT_LINES = 50;
+
+/** A child process we started, with its exit as a promise and its last lines of output. */
+export class ManagedProcess {
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly exited: Promise<Exit>;
+  #exit: Exit | undefined;
+  #recent: string[] = [];
+  #log: WriteStream | undefined;
+
+  constructor(name: string, command: string, args: readonly string[], options: SpawnOptions = {}) {
+    this.name = name;
+    // Its own process group: a Ctrl-C in the terminal reaches only us, and we decide the order
+    // in which children stop (services drain while NATS is still up).
+    this.child = spawn(command, args, {
+      cwd: options.cwd,
+      env: options.env ?? process.env,
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
+    this.#log = options.logFile ? createWriteStream(options.logFile, { flags: "a" }) : undefined;
+    const prefix = options.output !== "quiet";
+    for (const [stream, sink] of [
+      [this.child.stdout, process.stdout],
+      [this.child.stderr, process.stderr],
+    ] as const) {
+      if (stream === null) continue;
+      createInterface({ input: stream }).on("line", (line) => {
+        this.#recent.push(line);
+        if (this.#recent.length > KEPT_LINES) this.#recent.shift();
+        this.#log?.write(`${line}\n`);
+        if (prefix) sink.write(`[${name}] ${line}\n`);
+      });
+    }
+    this.exited = new Promise<Exit>((resolve) => {
+      const done = (exit: Exit) => {
+        if (this.#exit !== undefined) return;
+        this.#exit = exit;
+        this.#log?.end();
+        resolve(exit);
+      };
+      this.child.once("exit", (code, signal) => done({ code, signal }));
+      // A spawn failure (ENOENT, EACCES) emits 'error' and never 'exit'.
+      this.child.once("error", (err) => {
+        this.#recent.push(`could not start: ${err.message}`);
+        done({ code: 127, signal: null });
+      });
+    });
+  }
+
+  get running(): boolean {
+    return this.#exit === undefined;
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** The last lines it wrote, for an error message when it dies. */
+  recentOutput(): string {
+    return this.#recent.join("\n");
+  }
+
+  signal(signal: NodeJS.Signals): void {
+    if (this.running) this.child.kill(signal);
+  }
+
+  /** Asks it to stop, and kills it when it has not within `graceMs`. */
+  async stop(signal: NodeJS.Signals = "SIGTERM", graceMs = 10_000): Promise<Exit> {
+    if (!this.running) return this.exited;
+    this.signal(signal);
+    const timer = setTimeout(() => this.signal("SIGKILL"), graceMs);
+    try {
+      return await this.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+export function describeExit(exit: Exit): string {
+  return exit.signal !== null ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+}

@@ -1,0 +1,189 @@
+import { existsSync, mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { SettingsError } from "../../shared/errors.ts";
+import { CONFIG_VARIABLE, loadSettings, type Config } from "../config/load.ts";
+import { redactUrl } from "../nats/connect.ts";
+import { startNatsServer, type LocalNats } from "./nats-server.ts";
+import { describeExit, ManagedProcess, waitForHttp, type Exit } from "./processes.ts";
+
+export interface ServiceEntry {
+  /** Shown before each line it prints. */
+  name: string;
+  /** Its main file, relative to the working directory. */
+  entry: string;
+  /** It serves the HTTP API on HOST:PORT (we wait for its /healthz and print the address). */
+  http?: boolean;
+}
+
+/** Ways the operator asks us to stop: the first drains, the second kills. */
+export interface StartControl {
+  stop: Promise<string>;
+  force: Promise<string>;
+}
+
+export interface StartOptions {
+  services: readonly ServiceEntry[];
+  env?: NodeJS.ProcessEnv;
+  argv?: readonly string[];
+  cwd?: string;
+  /** Local nats-server data and log; default `<cwd>/.data`. */
+  dataDir?: string;
+  natsBinary?: string;
+  /** How long services get to drain before they are killed. */
+  stopGraceMs?: number;
+  /** How long to wait for the HTTP service's /healthz before printing the banner anyway. */
+  readyTimeoutMs?: number;
+  out?: (line: string) => void;
+  err?: (line: string) => void;
+}
+
+// Every child ever started, so that an unexpected exit of this process can still kill them.
+const started = new Set<ManagedProcess>();
+
+/** Kills whatever is still running; for a last-resort exit handler. */
+export function killAllStarted(): void {
+  for (const p of started) p.signal("SIGKILL");
+}
+
+function tsxLoader(): string {
+  const require = createRequire(import.meta.url);
+  return pathToFileURL(require.resolve("tsx")).href;
+}
+
+function browsableHost(host: string): string {
+  if (host === "0.0.0.0" || host === "") return "127.0.0.1";
+  if (host === "::") return "[::1]";
+  return host.includes(":") ? `[${host}]` : host;
+}
+
+function banner(config: Config, natsUrl: string, local: boolean, http: string, ready: boolean) {
+  const nats = local
+    ? `${natsUrl}  (local nats-server, data in ./.data/nats)`
+    : `${redactUrl(natsUrl)}  (from NATS_URL)`;
+  return [
+    "",
+    `outline is ${ready ? "running" : "starting (the HTTP API is not answering yet)"}`,
+    `  NATS:          ${nats}`,
+    `  HTTP API:      ${http}`,
+    `  send:          npx outline send <thread> <text>`,
+    `  read a prompt: curl '${http}/threads/<thread>/prompt?agent=<agent>'`,
+    `  outline:       curl '${http}/threads/<thread>/outline'`,
+    `  settings:      ${config.configFile ?? "defaults and environment (no config file)"}`,
+    "  stop:          Ctrl-C (drains, then stops)",
+    "",
+  ];
+}
+
+/**
+ * Runs the whole system on one machine: a local nats-server unless NATS_URL is set, then the
+ * services as child processes. Resolves with the exit code once everything has stopped.
+ */
+export async function runStart(options: StartOptions, control: StartControl): Promise<number> {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const out = options.out ?? ((line: string) => console.log(line));
+  const err = options.err ?? ((line: string) => console.error(line));
+
+  let config: Config;
+  try {
+    config = loadSettings(env, options.argv ?? [], cwd);
+  } catch (e) {
+    if (e instanceof SettingsError) {
+      err(`outline: bad setting: ${e.message}`);
+      return 1;
+    }
+    throw e;
+  }
+  for (const warning of config.warnings) err(`outline: warning: ${warning}`);
+
+  const missing = options.services.filter((s) => !existsSync(resolve(cwd, s.entry)));
+  if (missing.length > 0) {
+    for (const s of missing) {
+      err(
+        `outline: ${s.entry} is missing, so the ${s.name} service cannot start; ` +
+          `check that the checkout is complete, or remove it from the list in services/start/main.ts`,
+      );
+    }
+    return 1;
+  }
+
+  let local: LocalNats | undefined;
+  let natsUrl = config.settings.natsUrl;
+  if (natsUrl === undefined) {
+    const dataDir = options.dataDir ?? join(cwd, ".data");
+    mkdirSync(dataDir, { recursive: true });
+    try {
+      local = await startNatsServer({
+        storeDir: join(dataDir, "nats"),
+        logFile: join(dataDir, "nats-server.log"),
+        ...(options.natsBinary ? { binary: options.natsBinary } : {}),
+      });
+    } catch (e) {
+      err(`outline: ${(e as Error).message}`);
+      return 1;
+    }
+    started.add(local.process);
+    natsUrl = local.url;
+  }
+
+  const childEnv: NodeJS.ProcessEnv = { ...env, NATS_URL: natsUrl };
+  // The children must read the same file even when it was named with --config.
+  if (config.configFile !== undefined) childEnv[CONFIG_VARIABLE] = config.configFile;
+  const loader = tsxLoader();
+  const services = options.services.map((s) => {
+    const p = new ManagedProcess(s.name, process.execPath, ["--import", loader, s.entry], {
+      cwd,
+      env: childEnv,
+    });
+    started.add(p);
+    return p;
+  });
+
+  type Outcome = { kind: "stop"; why: string } | { kind: "died"; who: ManagedProcess; exit: Exit };
+  const watched = local ? [...services, local.process] : services;
+  const outcome: Promise<Outcome> = Promise.race([
+    control.stop.then((why) => ({ kind: "stop" as const, why })),
+    ...watched.map((who) => who.exited.then((exit) => ({ kind: "died" as const, who, exit }))),
+  ]);
+
+  const http = `http://${browsableHost(config.settings.host)}:${config.settings.port}`;
+  const hasHttp = options.services.some((s) => s.http);
+  const ready = hasHttp
+    ? await Promise.race([
+        waitForHttp(`${http}/healthz`, options.readyTimeoutMs ?? 30_000),
+        outcome.then(() => false),
+      ])
+    : true;
+  for (const line of banner(config, natsUrl, local !== undefined, http, ready)) out(line);
+
+  const result = await outcome;
+  let code = 0;
+  if (result.kind === "died") {
+    err(
+      `outline: ${result.who.name} ${describeExit(result.exit)}; stopping everything. ` +
+        `Its last output:\n${result.who.recentOutput()}`,
+    );
+    code = 1;
+  } else {
+    out(`outline: ${result.why}: draining the services, then stopping NATS…`);
+  }
+
+  const graceMs = options.stopGraceMs ?? 20_000;
+  const orderly = (async () => {
+    await Promise.all(services.map((p) => p.stop("SIGTERM", graceMs)));
+    await local?.stop();
+    return code;
+  })();
+  const forced = control.force.then((why) => {
+    err(`outline: ${why} again: killing everything now`);
+    killAllStarted();
+    return 130;
+  });
+  const finalCode = await Promise.race([orderly, forced]);
+  for (const p of watched) await p.exited;
+  for (const p of watched) started.delete(p);
+  if (finalCode === 0) out("outline: stopped");
+  return finalCode;
+}

@@ -1,0 +1,194 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { connectNats } from "../services/nats/connect.ts";
+import { MissingNatsServerError, startNatsServer } from "../services/start/nats-server.ts";
+import { freePort, isPortFree } from "../services/start/processes.ts";
+import { runStart, type StartControl } from "../services/start/run.ts";
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "outline-start-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+function occupy(port: number): Promise<Server> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(port, "127.0.0.1", () => resolve(server));
+  });
+}
+
+describe("startNatsServer", () => {
+  it("takes another port when the preferred one is busy, keeps data across restarts, and stops", async () => {
+    const busy = await freePort();
+    const blocker = await occupy(busy);
+    const storeDir = join(dir, "nats");
+    try {
+      const first = await startNatsServer({ storeDir, preferredPort: busy });
+      expect(first.port).not.toBe(busy);
+      const nc = await connectNats({ url: first.url, name: "start-test" });
+      const jsm = await jetstreamManager(nc);
+      await jsm.streams.add({ name: "KEPT", subjects: ["kept.>"], storage: "file" });
+      await nc.close();
+      const exit = await first.stop();
+      expect(exit.code).toBe(0);
+      expect(await isPortFree(first.port)).toBe(true);
+
+      const second = await startNatsServer({ storeDir, preferredPort: busy });
+      const nc2 = await connectNats({ url: second.url, name: "start-test-2" });
+      expect((await (await jetstreamManager(nc2)).streams.info("KEPT")).config.name).toBe("KEPT");
+      await nc2.close();
+      await second.stop();
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it("says how to install nats-server when it is missing", async () => {
+    const err = await startNatsServer({
+      storeDir: join(dir, "nats"),
+      binary: "nats-server-that-does-not-exist",
+    }).catch((e: unknown) => e as Error);
+    expect(err).toBeInstanceOf(MissingNatsServerError);
+    expect((err as Error).message).toContain("apt-get install -y nats-server");
+    expect((err as Error).message).toContain("NATS_URL");
+  });
+});
+
+// Stand-ins for the real services: they report what they were given and drain on SIGTERM.
+const worker = `
+import { writeFileSync } from "node:fs";
+console.log("worker up with " + process.env.NATS_URL);
+writeFileSync("worker.env", process.env.NATS_URL + "\\n" + (process.env.OUTLINE_CONFIG ?? ""));
+process.on("SIGTERM", () => { writeFileSync("worker.drained", "yes"); process.exit(0); });
+setInterval(() => {}, 1000);
+`;
+const api = `
+import { createServer } from "node:http";
+import { writeFileSync } from "node:fs";
+const server = createServer((req, res) => { res.writeHead(req.url === "/healthz" ? 200 : 404); res.end(); });
+server.listen(Number(process.env.PORT), process.env.HOST);
+process.on("SIGTERM", () => server.close(() => { writeFileSync("api.drained", "yes"); process.exit(0); }));
+`;
+const crasher = `setTimeout(() => { console.error("boom"); process.exit(3); }, 300);`;
+
+function controllable() {
+  let stop!: (why: string) => void;
+  let force!: (why: string) => void;
+  const control: StartControl = {
+    stop: new Promise((r) => (stop = r)),
+    force: new Promise((r) => (force = r)),
+  };
+  return { control, stop, force };
+}
+
+// The banner can come before a stand-in has run its first line; a stop then would test nothing.
+function stopOnceWorkerIsUp(stop: () => void): void {
+  const poll = setInterval(() => {
+    if (!existsSync(join(dir, "worker.env"))) return;
+    clearInterval(poll);
+    stop();
+  }, 20);
+}
+
+describe("runStart", () => {
+  it("starts nats-server and the services, prints the address, drains them on stop, then stops NATS", async () => {
+    writeFileSync(join(dir, "worker.mjs"), worker);
+    writeFileSync(join(dir, "api.mjs"), api);
+    writeFileSync(join(dir, "outline.config.json"), JSON.stringify({ HISTORY_LINE: "256" }));
+    const port = await freePort();
+    const lines: string[] = [];
+    const { control, stop } = controllable();
+    const done = runStart(
+      {
+        services: [
+          { name: "worker", entry: "worker.mjs" },
+          { name: "api", entry: "api.mjs", http: true },
+        ],
+        env: { ...process.env, NATS_URL: "", HOST: "127.0.0.1", PORT: String(port) },
+        cwd: dir,
+        out: (line) => {
+          lines.push(line);
+          if (line.startsWith("  stop:")) stopOnceWorkerIsUp(() => stop("SIGINT"));
+        },
+        err: (line) => lines.push(line),
+      },
+      control,
+    );
+    expect(await done).toBe(0);
+    const text = lines.join("\n");
+    expect(text).toContain("outline is running");
+    expect(text).toContain(`HTTP API:      http://127.0.0.1:${port}`);
+    expect(text).toContain("npx outline send <thread> <text>");
+
+    const [natsUrl, configFile] = readFileSync(join(dir, "worker.env"), "utf8").split("\n");
+    expect(natsUrl).toMatch(/^nats:\/\/127\.0\.0\.1:\d+$/);
+    expect(configFile).toBe(join(dir, "outline.config.json"));
+    expect(existsSync(join(dir, "worker.drained"))).toBe(true);
+    expect(existsSync(join(dir, "api.drained"))).toBe(true);
+    expect(existsSync(join(dir, ".data", "nats", "jetstream"))).toBe(true);
+    expect(await isPortFree(Number(natsUrl?.split(":")[2]))).toBe(true);
+    expect(await isPortFree(port)).toBe(true);
+  });
+
+  it("stops everything with code 1 when a service dies, naming it", async () => {
+    writeFileSync(join(dir, "worker.mjs"), worker);
+    writeFileSync(join(dir, "crasher.mjs"), crasher);
+    const errors: string[] = [];
+    const { control } = controllable();
+    const code = await runStart(
+      {
+        services: [
+          { name: "worker", entry: "worker.mjs" },
+          { name: "crasher", entry: "crasher.mjs" },
+        ],
+        env: { ...process.env, NATS_URL: "" },
+        cwd: dir,
+        out: () => {},
+        err: (line) => errors.push(line),
+      },
+      control,
+    );
+    expect(code).toBe(1);
+    expect(errors.join("\n")).toContain("crasher exited with code 3");
+    expect(errors.join("\n")).toContain("boom");
+    expect(existsSync(join(dir, "worker.drained"))).toBe(true);
+  });
+
+  it("uses NATS_URL when set instead of starting a server", async () => {
+    writeFileSync(join(dir, "worker.mjs"), worker);
+    const { control, stop } = controllable();
+    const code = await runStart(
+      {
+        services: [{ name: "worker", entry: "worker.mjs" }],
+        env: { ...process.env, NATS_URL: "nats://127.0.0.1:4999" },
+        cwd: dir,
+        out: (line) => line.startsWith("  stop:") && stopOnceWorkerIsUp(() => stop("SIGTERM")),
+        err: () => {},
+      },
+      control,
+    );
+    expect(code).toBe(0);
+    expect(readFileSync(join(dir, "worker.env"), "utf8")).toMatch(/^nats:\/\/127\.0\.0\.1:4999\n/);
+    expect(existsSync(join(dir, ".data"))).toBe(false);
+  });
+
+  it("refuses to start when a service file is missing or a setting is bad", async () => {
+    const errors: string[] = [];
+    const options = {
+      services: [{ name: "ghost", entry: "services/ghost/main.ts" }],
+      cwd: dir,
+      out: () => {},
+      err: (line: string) => errors.push(line),
+    };
+    expect(await runStart({ ...options, env: {} }, controllable().control)).toBe(1);
+    expect(errors.join("\n")).toContain("services/ghost/main.ts is missing");
+    expect(await runStart({ ...options, env: { PORT: "x" } }, controllable().control)).toBe(1);
+    expect(errors.join("\n")).toContain("bad setting: PORT");
+    expect(existsSync(join(dir, ".data"))).toBe(false);
+  });
+});
