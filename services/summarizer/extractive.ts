@@ -4,6 +4,7 @@ import type { ContextLine, SummaryJob, SummaryResult, Summarizer } from "../../s
 import { compose } from "./extract/compose.ts";
 import { findEntities, type Entity } from "./extract/entities.ts";
 import { lineIdeas, textIdeas, type Idea } from "./extract/segment.ts";
+import { noUsage, type UsageTotals } from "./usage.ts";
 import { describeStep, renderWho } from "./source.ts";
 
 // A line holds a few hundred bytes: reading past this much of a message only costs time. The
@@ -82,6 +83,11 @@ export function extractMerge(left: ContextLine, right: ContextLine, line: number
  */
 export class ExtractiveSummarizer implements Summarizer {
   readonly name = "extractive";
+
+  /** Offline: no model calls, no tokens; here so metrics read every summarizer the same way. */
+  usage(): UsageTotals {
+    return noUsage();
+  }
 
   summarize(job: SummaryJob): Promise<SummaryResult> {
     const text =

@@ -13,6 +13,7 @@ import {
 } from "./prompts.ts";
 import { cleanReply, cutLine } from "./reply.ts";
 import { sourceBytes } from "./source.ts";
+import { addUsage, noUsage, type UsageEvent, type UsageTotals } from "./usage.ts";
 import { DEFAULT_RETRY, type Endpoint, type RetryPolicy, withRetries } from "./transport.ts";
 
 export interface OpenAISummarizerOptions {
@@ -33,27 +34,9 @@ export interface OpenAISummarizerOptions {
   onUsage?: (call: UsageEvent) => void;
 }
 
-export interface UsageEvent extends SummaryUsage {
-  model: string;
-  /** The line name of the job the call was for. */
-  job: string;
-}
-
-export interface UsageTotals extends SummaryUsage {
-  calls: number;
-  /** Jobs that ended in an error. */
-  failures: number;
-}
-
 export const DEFAULT_TIMEOUT_MS = 60_000;
 export const DEFAULT_SHORTEN_TRIES = 5;
 export const DEFAULT_TOLERANCE = 1.25;
-
-function addUsage(into: SummaryUsage, add: SummaryUsage): void {
-  into.inputTokens += add.inputTokens;
-  into.cachedTokens += add.cachedTokens;
-  into.outputTokens += add.outputTokens;
-}
 
 /** Summaries from any OpenAI-compatible chat completions endpoint, with our prompts. */
 export class OpenAISummarizer implements Summarizer {
@@ -65,13 +48,7 @@ export class OpenAISummarizer implements Summarizer {
   private readonly tolerance: number;
   private readonly maxInputBytes: number;
   private readonly onUsage: ((call: UsageEvent) => void) | undefined;
-  private readonly totals: UsageTotals = {
-    calls: 0,
-    failures: 0,
-    inputTokens: 0,
-    cachedTokens: 0,
-    outputTokens: 0,
-  };
+  private readonly totals: UsageTotals = noUsage();
 
   constructor(options: OpenAISummarizerOptions) {
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
