@@ -13,9 +13,13 @@ export interface Subjects {
   historyNode(thread: string, level: number, index: number): string;
   /** `thread:level:index`: the Nats-Msg-Id of a node, so a re-published node is stored once. */
   historyMsgId(thread: string, level: number, index: number): string;
-  /** Every chat subject of one thread (to purge it, or read its messages). */
+  /**
+   * Every chat subject of one thread, to purge it. Not usable as a consumer filter on
+   * nats-server 2.9, which wants a filter inside one stream subject: filter on
+   * `messageCreated(thread)` to read a thread's messages.
+   */
   threadChat(thread: string): string;
-  /** Every history subject of one thread. */
+  /** Every history subject of one thread (to purge it, or read its nodes). */
   threadHistory(thread: string): string;
   /** The chat stream's subjects (the worker's consumer reads all of them). */
   readonly chatStreamSubjects: readonly string[];

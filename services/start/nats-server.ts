@@ -28,12 +28,19 @@ export interface LocalNatsOptions {
   /** Where JetStream keeps its files; created if missing. */
   storeDir: string;
   host?: string;
-  /** Used when free; otherwise any free port, so a second copy or another server does not block us. */
+  /**
+   * Used when free; otherwise (or when 0) any free port, so a second copy or another server does
+   * not block us.
+   */
   preferredPort?: number;
   binary?: string;
   /** Where its log goes (it is quiet on our terminal). */
   logFile?: string;
   timeoutMs?: number;
+  /** A nats-server config file (`-c`); the options above override what it sets. */
+  configFile?: string;
+  /** Its environment, e.g. the passwords a config file refers to. */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface LocalNats {
@@ -51,14 +58,22 @@ export async function startNatsServer(options: LocalNatsOptions): Promise<LocalN
   if (path === undefined) throw new MissingNatsServerError(binary);
   const host = options.host ?? "127.0.0.1";
   const preferred = options.preferredPort ?? 4222;
-  const port = (await isPortFree(preferred, host)) ? preferred : await freePort(host);
+  const port =
+    preferred !== 0 && (await isPortFree(preferred, host)) ? preferred : await freePort(host);
   mkdirSync(options.storeDir, { recursive: true });
 
   const server = new ManagedProcess(
     "nats-server",
     path,
-    ["-js", "-a", host, "-p", String(port), "-sd", options.storeDir],
-    { output: "quiet", ...(options.logFile ? { logFile: options.logFile } : {}) },
+    [
+      ...(options.configFile ? ["-c", options.configFile] : []),
+      ...["-js", "-a", host, "-p", String(port), "-sd", options.storeDir],
+    ],
+    {
+      output: "quiet",
+      ...(options.logFile ? { logFile: options.logFile } : {}),
+      ...(options.env ? { env: options.env } : {}),
+    },
   );
   const timeoutMs = options.timeoutMs ?? 15_000;
   const ready = await Promise.race([
@@ -71,10 +86,15 @@ export async function startNatsServer(options: LocalNatsOptions): Promise<LocalN
         ? `it ${describeExit(await server.exited)}`
         : `it did not listen on ${host}:${port} within ${timeoutMs} ms`;
     await server.stop("SIGKILL", 1_000);
-    const where = options.logFile ? ` (log: ${options.logFile})` : "";
+    const output = server.recentOutput();
+    // Its fatal line is the one that says what to fix (port in use, store locked, bad config).
+    const fatal = output
+      .split("\n")
+      .reverse()
+      .find((line) => /\[FTL\]|^nats-server: /.test(line));
+    const where = options.logFile ? `; log: ${options.logFile}` : "";
     throw new Error(
-      `nats-server could not start: ${why}${where}. Its last output:\n${server.recentOutput()}\n` +
-        `Check that ${options.storeDir} is writable and not used by another nats-server.`,
+      `nats-server could not start: ${why}${fatal ? `: ${fatal}` : ""}${where}. Its last output:\n${output}`,
     );
   }
   return {

@@ -1,0 +1,30 @@
+import { execFileSync } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import { findBinary } from "../services/start/processes.ts";
+
+// `docker compose config` is how CI validates docker-compose.yml; the v1 `docker-compose` binary
+// (Debian's package) reads the same file. Without either, there is nothing to run it with.
+const composeV1 = findBinary("docker-compose");
+
+describe.skipIf(composeV1 === undefined)("docker-compose.yml", () => {
+  const config = (env: Record<string, string> = {}) =>
+    execFileSync(composeV1 ?? "docker-compose", ["-f", "docker-compose.yml", "config"], {
+      env: { ...process.env, ...env },
+      encoding: "utf8",
+    });
+
+  it("is valid and runs NATS with JetStream, a volume and a healthcheck", () => {
+    const text = config();
+    expect(text).toMatch(/image: nats:2\.10-alpine/);
+    expect(text).toMatch(/- -js\n/);
+    expect(text).toMatch(/nats-data:\/data/);
+    expect(text).toContain("http://127.0.0.1:8222/healthz");
+    expect(text).toContain("SERVICE: thread-worker");
+    expect(text).toContain("SERVICE: prompt-builder");
+  });
+
+  it("passes a setting from the environment to both services", () => {
+    const text = config({ HISTORY_TAIL: "200,400" });
+    expect(text.match(/HISTORY_TAIL: 200,400/g)).toHaveLength(2);
+  });
+});

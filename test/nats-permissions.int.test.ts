@@ -1,0 +1,152 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_NAMES } from "../services/config/names.ts";
+import { connectNats, NatsConnectError } from "../services/nats/connect.ts";
+import { ensureTopology, publishDeadLetter, subjects } from "../services/nats/topology.ts";
+import { startNatsServer, type LocalNats } from "../services/start/nats-server.ts";
+
+// nats/nats-server.conf is a deliverable: this runs a server with it and checks that each user
+// can do its job and nothing more, with the default names the file is written for.
+const passwords = {
+  OUTLINE_WORKER_PASSWORD: "worker-pw",
+  OUTLINE_BUILDER_PASSWORD: "builder-pw",
+  OUTLINE_PLATFORM_PASSWORD: "platform-pw",
+};
+const names = DEFAULT_NAMES;
+const s = subjects(names);
+
+let dir: string;
+let server: LocalNats;
+const open: NatsConnection[] = [];
+
+async function as(user: string, password: string): Promise<NatsConnection> {
+  const nc = await connectNats({
+    url: server.url,
+    name: `perm-${user}`,
+    auth: { kind: "user", user, password },
+    startupTimeoutMs: 2_000,
+  });
+  open.push(nc);
+  return nc;
+}
+
+async function fails(promise: Promise<unknown>): Promise<boolean> {
+  try {
+    await promise;
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "outline-perm-"));
+  server = await startNatsServer({
+    storeDir: join(dir, "nats"),
+    preferredPort: 0,
+    configFile: join(process.cwd(), "nats/nats-server.conf"),
+    env: { ...process.env, ...passwords },
+  });
+});
+afterAll(async () => {
+  await Promise.all(open.map((nc) => nc.close()));
+  await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("nats/nats-server.conf", () => {
+  it("lets the thread worker build the topology and do its work", async () => {
+    const nc = await as("thread-worker", passwords.OUTLINE_WORKER_PASSWORD);
+    const { js, jsm, kv } = await ensureTopology(nc, names);
+    await ensureTopology(nc, names);
+
+    const platform = await as("platform", passwords.OUTLINE_PLATFORM_PASSWORD);
+    await jetstream(platform).publish(s.messageCreated("t1"), '{"id":"m1"}', { msgID: "m1" });
+
+    await jsm.consumers.add(names.chatStream, {
+      durable_name: names.workerDurable,
+      ack_policy: AckPolicy.Explicit,
+    });
+    const consumer = await js.consumers.get(names.chatStream, names.workerDurable);
+    const msg = await consumer.next({ expires: 2_000 });
+    expect(msg?.subject).toBe(s.messageCreated("t1"));
+    expect(await msg?.ackAck()).toBe(true);
+
+    await js.publish(s.historyNode("t1", 0, 0), "line", { msgID: s.historyMsgId("t1", 0, 0) });
+    await publishDeadLetter(js, names, { reason: "r", subject: "x", data: new Uint8Array([1]) });
+    await kv.put("t1", "{}");
+    expect((await kv.get("t1"))?.string()).toBe("{}");
+    const node = await jsm.direct.getMessage(names.historyStream, {
+      last_by_subj: s.historyNode("t1", 0, 0),
+    });
+    expect(node?.string()).toBe("line");
+
+    await jsm.streams.purge(names.chatStream, { filter: s.threadChat("t1") });
+    await jsm.streams.purge(names.historyStream, { filter: s.threadHistory("t1") });
+    await kv.purge("t1");
+    expect((await jsm.streams.info(names.historyStream)).state.messages).toBe(0);
+  });
+
+  it("lets the prompt-builder read and answer requests, but not write", async () => {
+    const worker = await as("thread-worker", passwords.OUTLINE_WORKER_PASSWORD);
+    const { js: workerJs, kv: workerKv } = await ensureTopology(worker, names);
+    await workerKv.put("t2", "snapshot");
+    await workerJs.publish(s.historyNode("t2", 1, 0), "node");
+    const platform = await as("platform", passwords.OUTLINE_PLATFORM_PASSWORD);
+    await jetstream(platform).publish(s.messageCreated("t2"), "hello");
+
+    const nc = await as("prompt-builder", passwords.OUTLINE_BUILDER_PASSWORD);
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc);
+    const kv = await new Kvm(js).open(names.kvBucket);
+    expect((await kv.get("t2"))?.string()).toBe("snapshot");
+    const node = await jsm.direct.getMessage(names.historyStream, {
+      last_by_subj: s.historyNode("t2", 1, 0),
+    });
+    expect(node?.string()).toBe("node");
+    const reader = await js.consumers.get(names.chatStream, {
+      filter_subjects: s.messageCreated("t2"),
+    });
+    expect((await reader.next({ expires: 2_000 }))?.string()).toBe("hello");
+
+    const sub = nc.subscribe(`${names.apiPrefix}.>`, {
+      callback: (_err, m) => {
+        m.respond(`prompt for ${m.subject}`);
+      },
+    });
+    await nc.flush();
+    const reply = await platform.request(`${names.apiPrefix}.prompt`, "", { timeout: 2_000 });
+    expect(reply.string()).toBe(`prompt for ${names.apiPrefix}.prompt`);
+    sub.unsubscribe();
+
+    expect(await fails(kv.put("t2", "overwrite"))).toBe(true);
+    expect(await fails(js.publish(s.messageCreated("t2"), "forged", { timeout: 1_000 }))).toBe(
+      true,
+    );
+    expect(await fails(jsm.streams.purge(names.chatStream))).toBe(true);
+  });
+
+  it("lets the platform publish chat events only", async () => {
+    const nc = await as("platform", passwords.OUTLINE_PLATFORM_PASSWORD);
+    const js = jetstream(nc);
+    await as("thread-worker", passwords.OUTLINE_WORKER_PASSWORD).then((w) =>
+      ensureTopology(w, names),
+    );
+    const ack = await js.publish(s.threadDeleted("t3"), "{}");
+    expect(ack.stream).toBe(names.chatStream);
+    expect(await fails(js.publish(s.historyNode("t3", 0, 0), "x", { timeout: 1_000 }))).toBe(true);
+    expect(await fails(js.publish(names.deadSubject, "x", { timeout: 1_000 }))).toBe(true);
+    expect(await fails(jetstreamManager(nc).then((m) => m.streams.delete("CHAT")))).toBe(true);
+  });
+
+  it("refuses a wrong password with an error naming the credentials", async () => {
+    const err = await as("platform", "wrong").catch((e: unknown) => e as Error);
+    expect(err).toBeInstanceOf(NatsConnectError);
+    expect((err as Error).message).toContain("NATS_USER and NATS_PASSWORD");
+  });
+});
