@@ -40,11 +40,14 @@ export function extractLeaf(message: Message, line: number): string {
   let ideas: Idea[] = textIdeas(text);
   // A message that is only tool calls: its steps are what it said.
   const stepsAreText = ideas.length === 0 && steps.length > 0;
-  if (stepsAreText) ideas = steps.map((step) => ({ head: "", sentences: [describeStep(step)] }));
-  if (ideas.length === 0) ideas = [{ head: "", sentences: [] }];
-  const who = cutToBytes(renderWho(message), Math.floor(line / 3));
+  if (stepsAreText) {
+    ideas = steps.map((step) => ({ head: "", turn: 0, sentences: [describeStep(step)] }));
+  }
+  if (ideas.length === 0) ideas = [{ head: "", turn: 0, sentences: [] }];
+  const head = `${cutToBytes(renderWho(message), Math.floor(line / 3))}: `;
   const opening = (ideas[0]?.sentences ?? []).map((s, i) => (i === 0 ? dropGreeting(s) : s));
-  ideas[0] = { head: `${who}: `, sentences: opening.filter((s) => s !== "") };
+  ideas[0] = { head, turn: 0, sentences: opening.filter((s) => s !== "") };
+  ideas = ideas.map((idea) => ({ ...idea, head }));
   return compose({
     ideas,
     entities: findEntities(
@@ -56,10 +59,23 @@ export function extractLeaf(message: Message, line: number): string {
   });
 }
 
+// A clause said twice by the same speaker is worth one place in the line.
+function distinct(ideas: Idea[]): Idea[] {
+  const seen = new Set<string>();
+  return ideas.filter((idea) => {
+    const key = `${idea.head}\u0000${idea.sentences.join(" ")}`;
+    if (idea.sentences.length === 0 || !seen.has(key)) {
+      seen.add(key);
+      return true;
+    }
+    return false;
+  });
+}
+
 /** Two adjacent lines in one: both halves kept in order, each speaker's turns re-weighed. */
 export function extractMerge(left: ContextLine, right: ContextLine, line: number): string {
   const a = lineIdeas(left.text);
-  const b = lineIdeas(right.text);
+  const b = lineIdeas(right.text, a.turns);
   // Items a child already listed were chosen once as worth keeping: they come first again.
   const carried: Entity[] = [...a.carried, ...b.carried].map((text, i) => ({
     text,
@@ -69,10 +85,12 @@ export function extractMerge(left: ContextLine, right: ContextLine, line: number
   }));
   const seen = new Set(carried.map((c) => c.text));
   const found = findEntities(`${left.text} / ${right.text}`).filter((e) => !seen.has(e.text));
+  const ideas = distinct([...a.ideas, ...b.ideas]);
+  const opening = [a.ideas[0], b.ideas[0]].map((idea) => (idea ? ideas.indexOf(idea) : -1));
   return compose({
-    ideas: [...a.ideas, ...b.ideas],
+    ideas,
     entities: [...carried, ...found],
-    pinned: new Set([0, a.ideas.length]),
+    pinned: new Set(opening.filter((i) => i >= 0)),
     limit: line,
   });
 }

@@ -2,9 +2,7 @@ import { cutToBytes, utf8Bytes } from "../../../shared/bytes.ts";
 import type { Entity } from "./entities.ts";
 import type { Idea } from "./segment.ts";
 
-/** Below this many bytes a shortened sentence no longer says anything: name the idea instead. */
-const MIN_BODY = 32;
-/** Share of the line the `(also: …)` list may claim before further sentences. */
+/** Share of the line the `(also: …)` list may claim before sentences that carry entities. */
 const RESERVE = 0.3;
 const ELLIPSIS = "…";
 const SEP_BYTES = 3; // " / ", the widest separator
@@ -23,6 +21,7 @@ export interface ComposeInput {
 interface Piece {
   idea: number;
   head: string;
+  turn: number;
   sentences: string[];
   /** The first sentence was cut: adding later ones would read as if it had not been. */
   cut: boolean;
@@ -41,19 +40,25 @@ export function shorten(sentence: string, room: number): string {
   return cut ? cut + ELLIPSIS : "";
 }
 
+/** A speaker's head takes at most a third of the line, so two of them leave room to speak. */
+function fitHead(head: string, limit: number): string {
+  const max = Math.floor(limit / 3);
+  if (utf8Bytes(head) <= max) return head;
+  const name = cutToBytes(head.replace(/:\s*$/, ""), max - 2).trim();
+  return name ? `${name}: ` : "";
+}
+
+/** Pieces in order; a speaker's head opens each turn, ` / ` separates turns. */
 function render(pieces: readonly Piece[]): string {
   let out = "";
-  let speaker = "";
-  let previous = -2;
+  let turn = -1;
   for (const piece of pieces) {
-    // A speaker's consecutive turns share one head: `Ana: x; y`, not `Ana: x / Ana: y`.
-    const showHead = piece.head !== "" && (piece.head !== speaker || piece.idea !== previous + 1);
+    const showHead = piece.turn !== turn && piece.head !== "";
     const text = piece.sentences.join(" ");
     if (!text && !showHead) continue;
-    if (out) out += showHead ? " / " : /[.!?。！？…:]$/u.test(out) ? " " : "; ";
+    if (out) out += piece.turn !== turn ? " / " : /[.!?。！？…:]$/u.test(out) ? " " : "; ";
     out += (showHead ? piece.head : "") + text;
-    if (piece.head) speaker = piece.head;
-    previous = piece.idea;
+    turn = piece.turn;
   }
   return out.trim();
 }
@@ -65,21 +70,7 @@ function alsoBytes(items: readonly { text: string }[]): number {
   return bytes - 2;
 }
 
-/** Equal shares, the smallest pieces first so what they leave goes to the larger ones. */
-function waterFill(sizes: readonly number[], budget: number): number[] {
-  const order = sizes.map((size, i) => ({ size, i })).sort((a, b) => a.size - b.size || a.i - b.i);
-  const shares = sizes.map(() => 0);
-  let left = budget;
-  let count = order.length;
-  for (const { size, i } of order) {
-    const share = Math.min(size, Math.floor(left / count));
-    shares[i] = share;
-    left -= share;
-    count--;
-  }
-  return shares;
-}
-
+/** Most valuable first: pinned ideas, then by the exact tokens they hold, then oldest. */
 function rankIdeas(
   ideas: readonly Idea[],
   entities: readonly Entity[],
@@ -95,77 +86,107 @@ function rankIdeas(
   return ideas.map((_, i) => i).sort((a, b) => (weight[b] ?? 0) - (weight[a] ?? 0) || a - b);
 }
 
-/** A dropped idea in two or three words, so the line still says it was there. */
-function label(idea: Idea, at: number): Entity {
+/**
+ * A dropped idea in a few words, so the line can still say it was there when room is left;
+ * with its speaker when none of that turn made it into the line.
+ */
+function label(idea: Idea, at: number, withHead: boolean): Entity {
   const words = (idea.sentences[0] ?? "")
     .replace(/[,;()]/g, "")
     .split(/\s+/)
     .slice(0, 3)
     .join(" ");
-  const text = cutToBytes(`${idea.head}${words}`, 40).trim();
-  return { text, kind: "carried", tier: 2, at };
+  const text = cutToBytes(`${withHead ? idea.head : ""}${words}`, 48).trim();
+  return { text, kind: "carried", tier: 3, at };
 }
 
 /**
- * Builds one line of at most `limit` bytes: the first sentence of every idea that fits (cut
- * evenly when they do not), then further sentences whole, then the entities the chosen text
- * lost, then the note. Pure and deterministic.
+ * Builds one line of at most `limit` bytes. The opening of each pinned idea goes in first (cut
+ * to a fair share if it must be); then, most valuable first, the first sentence of every other
+ * idea that fits whole; then, round by round, further sentences of the ideas kept whole; then
+ * the entities the chosen text lost; then the note. A sentence that names nothing new only goes
+ * in if every entity the line lost still fits after it. Pure and deterministic.
  */
 export function compose(input: ComposeInput): string {
-  const { ideas, limit } = input;
-  const pieceOf = (i: number): Piece => {
-    const idea = ideas[i] ?? { head: "", sentences: [] };
-    return { idea: i, head: idea.head, sentences: idea.sentences.slice(0, 1), cut: false };
-  };
-  const firsts = ideas.map((_, i) => pieceOf(i));
-  const firstText = render(firsts);
+  const { limit, pinned } = input;
+  const ideas = input.ideas.map((idea) => ({ ...idea, head: fitHead(idea.head, limit) }));
+  const noteMin = input.note ? utf8Bytes(input.note.short) + 3 : 0;
+  const budget = limit - noteMin;
   const reserveCap = Math.floor(limit * RESERVE);
   const uncoveredBy = (text: string) => input.entities.filter((e) => !text.includes(e.text));
-  const noteMin = input.note ? utf8Bytes(input.note.short) + 3 : 0;
-  const bodyBudget = limit - noteMin - Math.min(reserveCap, alsoBytes(uncoveredBy(firstText)));
 
-  // Drop the least valuable ideas until every kept one can have a useful share.
-  const rank = rankIdeas(ideas, input.entities, input.pinned);
-  const sizeOf = (p: Piece) => utf8Bytes(p.head) + utf8Bytes(p.sentences[0] ?? "");
-  const minOf = (p: Piece) => Math.min(sizeOf(p), utf8Bytes(p.head) + MIN_BODY) + SEP_BYTES;
-  const kept = new Set(rank);
-  let need = firsts.reduce((sum, p) => sum + minOf(p), 0);
-  for (let r = rank.length - 1; r > 0 && need > bodyBudget; r--) {
-    const i = rank[r] ?? 0;
-    kept.delete(i);
-    need -= minOf(firsts[i] ?? pieceOf(i));
+  const pieces: Piece[] = [];
+  const insert = (piece: Piece): Piece[] => [...pieces, piece].sort((a, b) => a.idea - b.idea);
+  const pieceOf = (i: number, sentences: string[], cut: boolean): Piece => {
+    const idea = ideas[i];
+    return { idea: i, head: idea?.head ?? "", turn: idea?.turn ?? 0, sentences, cut };
+  };
+  let body = "";
+  let lost = uncoveredBy(body);
+  /** Takes `next` if it and the list of what it still loses fit; says whether it did. */
+  const tryBody = (next: Piece[]): boolean => {
+    const trial = render(next);
+    const trialLost = uncoveredBy(trial);
+    const carries = trialLost.length < lost.length;
+    const reserve = carries ? Math.min(reserveCap, alsoBytes(trialLost)) : alsoBytes(trialLost);
+    if (utf8Bytes(trial) + reserve > budget) return false;
+    pieces.splice(0, pieces.length, ...next);
+    body = trial;
+    lost = trialLost;
+    return true;
+  };
+
+  // Pinned openings first, each cut to a fair share of what the list of entities leaves.
+  const pinnedIdeas = ideas.map((_, i) => i).filter((i) => pinned.has(i));
+  const others = ideas.length - pinnedIdeas.length;
+  const room =
+    budget -
+    Math.min(
+      reserveCap,
+      alsoBytes(
+        uncoveredBy(render(ideas.map((idea, i) => pieceOf(i, idea.sentences.slice(0, 1), false)))),
+      ),
+    );
+  const share = Math.floor(room / (pinnedIdeas.length + (others > 0 ? 1 : 0)));
+  for (const i of pinnedIdeas) {
+    const first = ideas[i]?.sentences[0] ?? "";
+    const headRoom = share - utf8Bytes(ideas[i]?.head ?? "") - SEP_BYTES;
+    const short = shorten(first, Math.max(0, headRoom));
+    const piece = pieceOf(i, short ? [short] : [], short !== first);
+    pieces.splice(0, pieces.length, ...insert(piece));
   }
-  const pieces = firsts.filter((p) => kept.has(p.idea));
-  const shares = waterFill(
-    pieces.map((p) => sizeOf(p)),
-    Math.max(0, bodyBudget - SEP_BYTES * pieces.length),
-  );
-  pieces.forEach((p, j) => {
-    const room = (shares[j] ?? 0) - utf8Bytes(p.head);
-    const first = p.sentences[0] ?? "";
-    const short = shorten(first, Math.max(0, room));
-    if (short !== first) {
-      p.cut = true;
-      p.sentences = short ? [short] : [];
-    }
-  });
+  body = render(pieces);
+  // Heads and separators can push the pinned openings past their shares: trim the longest.
+  for (let guard = 0; utf8Bytes(body) > budget && guard < 16; guard++) {
+    const longest = pieces.reduce((a, b) =>
+      utf8Bytes(b.sentences.join(" ")) > utf8Bytes(a.sentences.join(" ")) ? b : a,
+    );
+    const text = longest.sentences.join(" ");
+    const short = shorten(text, utf8Bytes(text) - (utf8Bytes(body) - budget));
+    longest.sentences = short ? [short] : [];
+    longest.cut = true;
+    body = render(pieces);
+  }
+  lost = uncoveredBy(body);
 
-  // More sentences, round by round so every idea gets its second before any gets a third.
-  let body = render(pieces);
+  // The other ideas' first sentences, whole, most valuable first.
+  const kept = new Set(pinnedIdeas);
+  for (const i of rankIdeas(ideas, input.entities, pinned)) {
+    if (kept.has(i)) continue;
+    const first = ideas[i]?.sentences[0];
+    if (first === undefined) continue;
+    if (tryBody(insert(pieceOf(i, [first], false)))) kept.add(i);
+  }
+
+  // Further sentences, round by round so every idea gets its second before any its third.
   for (let round = 1; ; round++) {
     let added = false;
-    for (const p of pieces) {
+    for (const p of [...pieces]) {
       const sentence = ideas[p.idea]?.sentences[round];
       if (p.cut || sentence === undefined || p.sentences.length !== round) continue;
-      const trial = render(
-        pieces.map((q) => (q === p ? { ...q, sentences: [...q.sentences, sentence] } : q)),
-      );
-      const reserve = Math.min(reserveCap, alsoBytes(uncoveredBy(trial)));
-      if (utf8Bytes(trial) + reserve + noteMin <= limit) {
-        p.sentences.push(sentence);
-        body = trial;
-        added = true;
-      } else p.cut = true;
+      const grown = { ...p, sentences: [...p.sentences, sentence] };
+      if (tryBody(pieces.map((q) => (q === p ? grown : q)))) added = true;
+      else p.cut = true;
     }
     if (!added) break;
   }
@@ -174,27 +195,28 @@ export function compose(input: ComposeInput): string {
   const dropped = ideas
     .map((idea, i) => ({ idea, i }))
     .filter(({ i }) => !kept.has(i))
-    .map(({ idea, i }) => label(idea, 1e9 + i));
-  const candidates = [...uncoveredBy(body), ...dropped.filter((d) => !body.includes(d.text))].sort(
+    .map(({ idea, i }) => label(idea, 1e9 + i, !pieces.some((p) => p.turn === idea.turn)))
+    .filter((l) => l.text && !body.includes(l.text));
+  const candidates = [...uncoveredBy(body), ...dropped].sort(
     (a, b) => a.tier - b.tier || a.at - b.at,
   );
   const also: Entity[] = [];
-  let room = limit - utf8Bytes(body) - noteMin;
+  let left = budget - utf8Bytes(body);
   for (const candidate of candidates) {
     if (also.some((a) => a.text.includes(candidate.text))) continue;
     const extra = alsoBytes([...also, candidate]) - alsoBytes(also);
-    if (extra <= room) {
+    if (extra <= left) {
       also.push(candidate);
-      room -= extra;
+      left -= extra;
     }
   }
   also.sort((a, b) => a.at - b.at);
   let line = body + (also.length ? ` (also: ${also.map((a) => a.text).join(", ")})` : "");
   if (input.note) {
-    const left = limit - utf8Bytes(line);
+    const free = limit - utf8Bytes(line);
     const full = ` [${input.note.full}]`;
-    if (utf8Bytes(full) <= left) line += full;
-    else if (utf8Bytes(input.note.short) + 3 <= left) line += ` [${input.note.short}]`;
+    if (utf8Bytes(full) <= free) line += full;
+    else if (utf8Bytes(input.note.short) + 3 <= free) line += ` [${input.note.short}]`;
   }
   // The budget above already holds; this only guards the contract against a miscount.
   return utf8Bytes(line) <= limit ? line : cutToBytes(line, limit);

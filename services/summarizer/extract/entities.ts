@@ -16,6 +16,9 @@ const MONTH =
   "(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)";
 const EXT =
   "(?:tsx?|jsx?|mjs|cjs|json|md|txt|py|rb|go|rs|java|kt|c|h|cc|cpp|hpp|cs|php|sh|bash|ya?ml|toml|ini|cfg|conf|env|lock|sql|csv|tsv|xml|html?|css|scss|svg|png|jpe?g|gif|pdf|log|zip|gz|tar|tgz|docx?|xlsx?|pptx?|wasm|proto)";
+// A capitalised word, hyphenated parts allowed ("Jean-Luc"), never the start of a token such as
+// "BILL-4821" that a later alternative names better.
+const NAME_WORD = String.raw`\p{Lu}[\p{L}\p{M}'’]*(?:-\p{L}[\p{L}\p{M}'’]*)*(?![\p{L}\p{N}_-])`;
 const TLD = "(?:com|org|net|io|dev|ai|app|co|de|fr|uk|eu|gov|edu)";
 
 // One pass, alternatives in priority order: the first that matches at a position names it.
@@ -27,7 +30,7 @@ const PATTERN = new RegExp(
     String.raw`(?<path>(?<![\w.\/])(?:~|\.{1,2})?\/[\w@.+-]+(?:\/[\w@.+-]+)*\/?|\b[\w@.+-]+(?:\/[\w@.+-]+)+\.${EXT}\b|\b[\w.-]+\/[\w.-]+\/[\w@./+-]+|\b[\w-]+(?:\.[\w-]+)*\.${EXT}\b|\b[\w-]+(?:\.[\w-]+)*\.${TLD}\b)`,
     String.raw`(?<id>#\d+\b|\b[A-Z][A-Z0-9]{1,9}-\d+\b|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b(?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{7,40}\b|(?<![\w.-])[A-Za-z][\w-]*\d[\w-]*\b|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z]{2,}[0-9]*\b)`,
     String.raw`(?<number>[$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?[kKmMbB]n?)?|\bv?\d+(?:\.\d+){2,3}\b|-?\b\d[\d,]*(?:\.\d+)?(?:\s?(?:%|[kKMGT]i?B|KB|ms|µs|ns|s|sec|min|h|hrs?|days?|x|USD|EUR|GBP|k|M|bn)\b|%)?)`,
-    String.raw`(?<name>\p{Lu}[\p{L}\p{M}'’-]*(?: (?:(?:de|van|von|da|del|la|le|of) )?\p{Lu}[\p{L}\p{M}'’-]*)*)`,
+    String.raw`(?<name>${NAME_WORD}(?: (?:(?:de|van|von|da|del|la|le|of) )?${NAME_WORD})*)`,
   ].join("|"),
   "gu",
 );

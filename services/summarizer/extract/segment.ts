@@ -2,8 +2,10 @@ import { cutToBytes } from "../../../shared/bytes.ts";
 
 /** A unit of meaning: a paragraph or list item of a message, or one speaker's turn in a line. */
 export interface Idea {
-  /** `Ana → Bo: ` when the idea starts with who said it; "" otherwise. */
+  /** Who said it, `Ana → Bo: `, shown once before the first idea kept of each turn; or "". */
   head: string;
+  /** Ideas of one turn share a speaker; a new turn starts a new ` / ` part of the line. */
+  turn: number;
   sentences: string[];
 }
 
@@ -49,7 +51,11 @@ function plain(line: string): string {
 }
 
 function codeIdea(lang: string, firstLine: string): Idea {
-  return { head: "", sentences: [`code${lang ? ` (${lang})` : ""}: ${cutToBytes(firstLine, 80)}`] };
+  return {
+    head: "",
+    turn: 0,
+    sentences: [`code${lang ? ` (${lang})` : ""}: ${cutToBytes(firstLine, 80)}`],
+  };
 }
 
 /** A message's text as ideas: paragraphs, list items, headings; a code block is one idea. */
@@ -58,7 +64,7 @@ export function textIdeas(text: string): Idea[] {
   let paragraph: string[] = [];
   const flush = () => {
     const joined = plain(paragraph.join(" "));
-    if (joined) ideas.push({ head: "", sentences: splitSentences(joined) });
+    if (joined) ideas.push({ head: "", turn: 0, sentences: splitSentences(joined) });
     paragraph = [];
   };
   let code: { lang: string; first: string } | undefined;
@@ -107,13 +113,18 @@ const ALSO = /\s*\(also: ([^()]*)\)\s*$/;
 
 /**
  * A summary line back into its turns and the items it listed as `(also: …)`, so a merge can
- * re-weigh them instead of cutting the line's end.
+ * re-weigh them instead of cutting the line's end. Each clause of a turn is an idea of its own:
+ * a line is already one sentence per idea, and a merge must choose among them.
  */
-export function lineIdeas(line: string): { ideas: Idea[]; carried: string[] } {
+export function lineIdeas(
+  line: string,
+  firstTurn = 0,
+): { ideas: Idea[]; carried: string[]; turns: number } {
   const ideas: Idea[] = [];
   const carried: string[] = [];
-  for (const turn of line.split(TURN_SPLIT)) {
-    let body = turn.trim();
+  let turn = firstTurn;
+  for (const part of line.split(TURN_SPLIT)) {
+    let body = part.trim();
     const also = ALSO.exec(body);
     if (also) {
       for (const item of (also[1] ?? "").split(", ")) if (item.trim()) carried.push(item.trim());
@@ -121,8 +132,10 @@ export function lineIdeas(line: string): { ideas: Idea[]; carried: string[] } {
     }
     const head = HEAD.exec(body)?.[1] ?? "";
     body = body.slice(head.length).trim();
-    const sentences = splitSentences(body, true);
-    if (head || sentences.length > 0) ideas.push({ head, sentences });
+    const clauses = splitSentences(body, true);
+    if (clauses.length === 0 && head) clauses.push("");
+    for (const clause of clauses) ideas.push({ head, turn, sentences: clause ? [clause] : [] });
+    turn++;
   }
-  return { ideas, carried };
+  return { ideas, carried, turns: turn - firstTurn };
 }
