@@ -5,6 +5,7 @@ import type { Idea } from "./segment.ts";
 /** Share of the line the `(also: …)` list may claim before sentences that carry entities. */
 const RESERVE = 0.3;
 const ELLIPSIS = "…";
+const MAX_ENTITIES = 96;
 const SEP_BYTES = 3; // " / ", the widest separator
 
 export interface ComposeInput {
@@ -113,7 +114,11 @@ export function compose(input: ComposeInput): string {
   const noteMin = input.note ? utf8Bytes(input.note.short) + 3 : 0;
   const budget = limit - noteMin;
   const reserveCap = Math.floor(limit * RESERVE);
-  const uncoveredBy = (text: string) => input.entities.filter((e) => !text.includes(e.text));
+  // A line lists a few dozen items at most: weighing thousands (a pasted log) only costs time.
+  const entities = [...input.entities]
+    .sort((a, b) => a.tier - b.tier || a.at - b.at)
+    .slice(0, Math.max(MAX_ENTITIES, Math.ceil(limit / 4)));
+  const uncoveredBy = (text: string) => entities.filter((e) => !text.includes(e.text));
 
   const pieces: Piece[] = [];
   const insert = (piece: Piece): Piece[] => [...pieces, piece].sort((a, b) => a.idea - b.idea);
@@ -171,7 +176,7 @@ export function compose(input: ComposeInput): string {
 
   // The other ideas' first sentences, whole, most valuable first.
   const kept = new Set(pinnedIdeas);
-  for (const i of rankIdeas(ideas, input.entities, pinned)) {
+  for (const i of rankIdeas(ideas, entities, pinned)) {
     if (kept.has(i)) continue;
     const first = ideas[i]?.sentences[0];
     if (first === undefined) continue;

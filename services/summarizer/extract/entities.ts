@@ -88,13 +88,15 @@ const TIER: Record<EntityKind, 1 | 2 | 3> = {
   name: 2,
 };
 
+const KINDS: readonly EntityKind[] = ["url", "email", "date", "path", "id", "number", "name"];
+
 /** Every entity in `text`, first occurrence only, in order of appearance. */
 export function findEntities(text: string, offset = 0): Entity[] {
   const seen = new Set<string>();
   const found: Entity[] = [];
   for (const match of text.matchAll(PATTERN)) {
     const groups = match.groups ?? {};
-    const kind = (Object.keys(groups) as EntityKind[]).find((k) => groups[k] !== undefined);
+    const kind = KINDS.find((k) => groups[k] !== undefined);
     if (kind === undefined) continue;
     let value = (groups[kind] ?? "").replace(/[.,;:!?'"’)]+$/u, "");
     if (kind === "name") {
