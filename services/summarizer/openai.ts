@@ -117,6 +117,7 @@ export class OpenAISummarizer implements Summarizer {
         return { text, usage, calls };
       }
       if (shortest === undefined || bytes < utf8Bytes(shortest)) shortest = text;
+      if (attempt === this.shortenTries) break;
       messages.push(
         { role: "assistant", content: raw },
         { role: "user", content: tooLongPrompt(text, job.line) },
