@@ -65,8 +65,8 @@ export interface ThreadState {
   due: number;
   dueCost: number;
   cuts: PendingCut[];
-  /** A merge batch is under way; `waitingFor` is the parent it needs next, when not built yet. */
-  batch: { waitingFor: NodeRef | null } | null;
+  /** The next cut's merge batch waits for this parent (not built yet); null when not waiting. */
+  batch: { waitingFor: NodeRef } | null;
   /** Built nodes not in the outline: tail leaves built ahead, parents built eagerly. */
   nodes: NodeStore;
   /** Nodes to summarise, in request order; and those handed to the summarizer. */
@@ -234,64 +234,59 @@ function leavesBuilt(s: ThreadState, from: number, to: number): boolean {
   return true;
 }
 
-function applyCut(s: ThreadState, cut: PendingCut): void {
+/**
+ * Applies the next cut and, when the outline then passes outline[1], its merge batch, as one
+ * step: the outline changes only at cuts, so prompts between cuts grow only at their end. When
+ * the batch needs a parent not built yet, nothing is applied and the thread waits for it.
+ */
+function tryCut(s: ThreadState, cut: PendingCut): boolean {
   const leaving: NodeRef[] = [];
-  const lines: Line[] = [];
-  let added = 0;
+  let lines: Line[] = s.outline.slice();
+  let bytes = s.outlineBytes;
   for (let p = s.boundary; p < cut.boundary; p++) {
     const leaf = getNode(s.nodes, 0, p) as BuiltNode;
     const line = toLine(leaf);
     lines.push(line);
-    added += line.bytes;
+    bytes += line.bytes;
     leaving.push(leaf);
   }
-  s.outline = [...s.outline, ...lines];
-  s.outlineBytes += added;
-  s.nodes = dropNodes(s.nodes, leaving);
+  let merged: NodeRef[] = [];
+  const batched = bytes > s.settings.outline[1];
+  if (batched) {
+    const progress = runBatch(lines, bytes, cut.boundary, s.settings.outline[0], (level, index) =>
+      getNode(s.nodes, level, index),
+    );
+    if (progress.waitingFor) {
+      s.batch = { waitingFor: progress.waitingFor };
+      return false;
+    }
+    lines = progress.lines;
+    bytes = progress.bytes;
+    merged = progress.merged;
+  }
+  s.batch = null;
+  s.outline = lines;
+  s.outlineBytes = bytes;
+  s.nodes = dropNodes(s.nodes, [...leaving, ...merged]);
   s.tail = s.tail.slice(cut.boundary - s.boundary);
   s.boundary = cut.boundary;
   s.since = cut.since;
   s.cutAt = cut.cutAt;
   s.cuts = s.cuts.slice(1);
-  s.stats = { ...s.stats, cuts: s.stats.cuts + 1 };
-  if (s.outlineBytes > s.settings.outline[1]) {
-    s.batch = { waitingFor: null };
-    s.stats = { ...s.stats, batches: s.stats.batches + 1 };
-  }
-}
-
-function continueBatch(s: ThreadState): boolean {
-  const progress = runBatch(
-    s.outline,
-    s.outlineBytes,
-    s.boundary,
-    s.settings.outline[0],
-    (level, index) => getNode(s.nodes, level, index),
-  );
-  if (progress.merged.length > 0) {
-    s.outline = progress.lines;
-    s.outlineBytes = progress.bytes;
-    s.nodes = dropNodes(s.nodes, progress.merged);
-    s.stats = { ...s.stats, merges: s.stats.merges + progress.merged.length };
-  }
-  if (progress.waitingFor) {
-    s.batch = { waitingFor: progress.waitingFor };
-    return false;
-  }
-  s.batch = null;
+  s.stats = {
+    ...s.stats,
+    cuts: s.stats.cuts + 1,
+    batches: s.stats.batches + (batched ? 1 : 0),
+    merges: s.stats.merges + merged.length,
+  };
   return true;
 }
 
-/** Applies pending cuts and batches in log order until one must wait for a summary. */
+/** Applies pending cuts in log order until one must wait for a summary. */
 function settle(s: ThreadState): void {
   for (;;) {
-    if (s.batch) {
-      if (!continueBatch(s)) return;
-      continue;
-    }
     const cut = s.cuts[0];
-    if (!cut || !leavesBuilt(s, s.boundary, cut.boundary)) return;
-    applyCut(s, cut);
+    if (!cut || !leavesBuilt(s, s.boundary, cut.boundary) || !tryCut(s, cut)) return;
   }
 }
 

@@ -1,0 +1,149 @@
+import { foldNewlines, utf8Bytes } from "./bytes.ts";
+import type { Message } from "./events.ts";
+import { estimateMessageTokens } from "./tokens.ts";
+
+/** Tells the model how to read the outline (SPEC §5). Never changes: it is part of the cached prefix. */
+export const OUTLINE_HEADER = [
+  "Earlier in this conversation, summarized, oldest first.",
+  "Each line is id+n|text: the n messages from message id on, summarized.",
+  "zoom(id, n) opens a line into the two lines it was made from; zoom(id, 1) gives message id whole.",
+].join("\n");
+
+/** A line as the prompt shows it. */
+export interface PromptLine {
+  id: number;
+  n: number;
+  text: string;
+  until: string;
+}
+
+export interface PromptInput {
+  /** The agent the prompt is for: its own messages are `assistant`. */
+  agent: string;
+  /** Window by age (ISO-8601): lines and messages older than it are left out. */
+  from?: string | undefined;
+  /** The outline, oldest first; empty for a thread never cut. */
+  lines: readonly PromptLine[];
+  /** `at` of the newest message when the last cut happened; null if never cut. */
+  cutAt: string | null;
+  /** The messages still whole, oldest first. */
+  tail: readonly Message[];
+}
+
+export interface OpenAIMessage {
+  role: "user" | "assistant";
+  content: string;
+  /** The agent's own model state, sent back only when written after the last cut. */
+  state?: unknown;
+  /** Tool steps the message carries. */
+  steps?: unknown[];
+}
+
+export interface AnthropicTextBlock {
+  type: "text";
+  text: string;
+  cache_control?: { type: "ephemeral" };
+}
+
+export interface AnthropicMessage {
+  role: "user" | "assistant";
+  content: string | AnthropicTextBlock[];
+  state?: unknown;
+  steps?: unknown[];
+}
+
+export interface PromptStats {
+  outlineBytes: number;
+  tailTokens: number;
+  lines: number;
+}
+
+export interface Prompt<M> {
+  messages: M[];
+  stats: PromptStats;
+}
+
+/** Lines per Anthropic cache block, and where marks go (SPEC §5). */
+export const LINES_PER_BLOCK = 4;
+export const MARK_OFFSETS = [0, 20, 40] as const;
+
+const time = (iso: string): number => Date.parse(iso);
+
+export const renderPromptLine = (line: PromptLine): string => `${line.id}+${line.n}|${foldNewlines(line.text)}`;
+
+/** Lines whose newest message is older than the window are left out, as their messages are. */
+function shownLines(input: PromptInput): readonly PromptLine[] {
+  if (!input.from) return input.lines;
+  const from = time(input.from);
+  return input.lines.filter((line) => time(line.until) >= from);
+}
+
+function shownTail(input: PromptInput): readonly Message[] {
+  if (!input.from) return input.tail;
+  const from = time(input.from);
+  return input.tail.filter((m) => time(m.at) >= from);
+}
+
+/** One message whole: the agent's own as assistant, everyone else's as user with the author. */
+export function wholeMessage(message: Message, agent: string, cutAt: string | null): OpenAIMessage {
+  const own = message.from === agent;
+  const out: OpenAIMessage = own
+    ? { role: "assistant", content: message.text }
+    : { role: "user", content: `${message.from}: ${message.text}` };
+  // Model state from before the last cut was thought with a different start of the conversation.
+  if (own && message.state !== undefined && (cutAt === null || time(message.at) > time(cutAt))) {
+    out.state = message.state;
+  }
+  if (message.steps !== undefined && message.steps.length > 0) out.steps = message.steps;
+  return out;
+}
+
+function stats(lines: readonly PromptLine[], rendered: readonly string[], tail: readonly Message[]): PromptStats {
+  let outlineBytes = 0;
+  for (const r of rendered) outlineBytes += utf8Bytes(r) + 1;
+  let tailTokens = 0;
+  for (const m of tail) tailTokens += estimateMessageTokens(m);
+  return { outlineBytes, tailTokens, lines: lines.length };
+}
+
+/** SPEC §5 in OpenAI chat format: the outline as one user message, then the tail whole. */
+export function buildOpenAIPrompt(input: PromptInput): Prompt<OpenAIMessage> {
+  const lines = shownLines(input);
+  const tail = shownTail(input);
+  const rendered = lines.map(renderPromptLine);
+  const whole = tail.map((m) => wholeMessage(m, input.agent, input.cutAt));
+  if (rendered.length === 0) return { messages: whole, stats: stats(lines, rendered, tail) };
+  const outline: OpenAIMessage = {
+    role: "user",
+    content: `${OUTLINE_HEADER}\n<chat>\n${rendered.join("\n")}\n</chat>`,
+  };
+  return { messages: [outline, ...whole], stats: stats(lines, rendered, tail) };
+}
+
+/**
+ * SPEC §5 in Anthropic's format: the outline message split into blocks of 4 lines, with cache
+ * marks on the last whole block and on the blocks 20 and 40 before it (a provider looks back only
+ * about 20 blocks from a mark). The blocks' texts joined are the OpenAI outline message's content.
+ */
+export function buildAnthropicPrompt(input: PromptInput): Prompt<AnthropicMessage> {
+  const openai = buildOpenAIPrompt(input);
+  const lines = shownLines(input);
+  if (lines.length === 0) return openai;
+  const rendered = lines.map(renderPromptLine);
+  const blocks: AnthropicTextBlock[] = [{ type: "text", text: `${OUTLINE_HEADER}\n<chat>\n` }];
+  const whole = Math.floor(rendered.length / LINES_PER_BLOCK);
+  for (let b = 0; b * LINES_PER_BLOCK < rendered.length; b++) {
+    const chunk = rendered.slice(b * LINES_PER_BLOCK, (b + 1) * LINES_PER_BLOCK);
+    const last = (b + 1) * LINES_PER_BLOCK >= rendered.length;
+    blocks.push({ type: "text", text: last ? chunk.join("\n") : `${chunk.join("\n")}\n` });
+  }
+  blocks.push({ type: "text", text: "\n</chat>" });
+  const lastWhole = whole; // block index in `blocks` (the header is block 0)
+  for (const offset of MARK_OFFSETS) {
+    const at = lastWhole - offset;
+    const block = blocks[at];
+    if (at >= 1 && block) block.cache_control = { type: "ephemeral" };
+  }
+  const [, ...rest] = openai.messages;
+  return { messages: [{ role: "user", content: blocks }, ...rest], stats: openai.stats };
+}

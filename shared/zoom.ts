@@ -1,0 +1,112 @@
+import { ZoomError } from "./errors.ts";
+import { fromLineName, nodeId, nodeLast, nodeSize, type NodeRef } from "./names.ts";
+
+/** Characters of a message one zoom returns at most. */
+export const ZOOM_PAGE = 25_000;
+
+export type ZoomTarget =
+  | { kind: "lines"; nodes: NodeRef[] }
+  | { kind: "message"; position: number; offset: number; limit: number };
+
+export interface ZoomScope {
+  /** The outline's lines, oldest first (only their level and index are read). */
+  outline: readonly NodeRef[];
+  boundary: number;
+  count: number;
+}
+
+export interface ZoomArgs {
+  id: number;
+  n: number;
+  offset?: number | undefined;
+  limit?: number | undefined;
+}
+
+function lineCovering(outline: readonly NodeRef[], position: number): NodeRef | undefined {
+  let lo = 0;
+  let hi = outline.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const line = outline[mid] as NodeRef;
+    if (position < nodeId(line)) hi = mid - 1;
+    else if (position > nodeLast(line)) lo = mid + 1;
+    else return line;
+  }
+  return undefined;
+}
+
+function wholeNumber(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new ZoomError("BAD_PAGE", `${name} must be a whole number ≥ 0, got ${String(value)}`);
+  }
+  return value;
+}
+
+/**
+ * SPEC §6: which nodes or which message a zoom reads, or a ZoomError naming the rule broken.
+ * zoom(id, n) opens line id+n into its two halves; zoom(id, 1) gives message id whole.
+ */
+export function resolveZoom(scope: ZoomScope, args: ZoomArgs): ZoomTarget {
+  const node = fromLineName(args.id, args.n);
+  if (args.n === 1) {
+    if (args.id >= scope.count) {
+      throw new ZoomError(
+        "ID_PAST_END",
+        `message ${args.id} does not exist: the thread has ${scope.count} messages (0 to ${scope.count - 1})`,
+      );
+    }
+    const offset = wholeNumber("offset", args.offset, 0);
+    const limit = wholeNumber("limit", args.limit, ZOOM_PAGE);
+    if (limit < 1 || limit > ZOOM_PAGE) {
+      throw new ZoomError("BAD_PAGE", `limit must be from 1 to ${ZOOM_PAGE} characters, got ${limit}`);
+    }
+    return { kind: "message", position: args.id, offset, limit };
+  }
+  if (args.offset !== undefined || args.limit !== undefined) {
+    throw new ZoomError("PAGE_ON_LINE", "offset and limit page a message: use them with n=1 only");
+  }
+  if (args.id >= scope.boundary) {
+    throw new ZoomError(
+      "ID_PAST_OUTLINE",
+      `id ${args.id} is past the outline, which covers messages 0 to ${scope.boundary - 1}; messages from ${scope.boundary} on are whole in the prompt (zoom(id, 1) reads one)`,
+    );
+  }
+  const line = lineCovering(scope.outline, args.id);
+  if (!line || line.level < node.level) {
+    const hint = line ? `; the line covering message ${args.id} is ${nodeId(line)}+${nodeSize(line)}` : "";
+    throw new ZoomError("NO_SUCH_LINE", `there is no line ${args.id}+${args.n} in the outline or inside one of its lines${hint}`);
+  }
+  const half = node.level - 1;
+  const first: NodeRef = { level: half, index: node.index * 2 };
+  const second: NodeRef = { level: half, index: node.index * 2 + 1 };
+  return { kind: "lines", nodes: nodeId(second) < scope.boundary ? [first, second] : [first] };
+}
+
+export interface Page {
+  text: string;
+  page: { offset: number; limit: number; total: number; next: number | null };
+  note?: string;
+}
+
+/** Pages a message's text by characters without splitting a surrogate pair. */
+export function pageText(text: string, offset: number, limit: number, explicit: boolean): Page {
+  const total = text.length;
+  if (offset > total) {
+    throw new ZoomError("BAD_PAGE", `offset ${offset} is past the end of the message (${total} characters)`);
+  }
+  let end = Math.min(total, offset + limit);
+  const last = text.charCodeAt(end - 1);
+  if (end < total && last >= 0xd800 && last <= 0xdbff) end -= 1;
+  const next = end < total ? end : null;
+  const page = { offset, limit, total, next };
+  const slice = text.slice(offset, end);
+  if (next !== null) {
+    return { text: slice, page, note: `[showing characters ${offset}-${end} of ${total}; next page: offset ${next}]` };
+  }
+  if (explicit && offset === 0 && total <= limit) {
+    return { text: slice, page, note: `[the message fits in one zoom: ${total} characters]` };
+  }
+  if (offset > 0) return { text: slice, page, note: `[showing characters ${offset}-${end} of ${total}; this is the last page]` };
+  return { text: slice, page };
+}

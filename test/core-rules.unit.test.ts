@@ -1,0 +1,192 @@
+import { describe, expect, it } from "vitest";
+import { dueScore, mostDuePair, runBatch, toLine, type Line } from "../shared/batch.ts";
+import { jobFor } from "../shared/context.ts";
+import type { Message } from "../shared/events.ts";
+import { lineName, type NodeRef } from "../shared/names.ts";
+import { answerAll } from "../shared/replay.ts";
+import {
+  appendMessage,
+  initialThreadState,
+  isSettled,
+  summaryBuilt,
+  takeJobs,
+  type ThreadState,
+} from "../shared/thread.ts";
+import type { CoreSettings } from "../shared/settings.ts";
+import { fakeSummary, makeMessage } from "./support/conversation.ts";
+
+const settings: CoreSettings = { line: 512, tail: [200, 400], outline: [2000, 4000], concurrency: 8 };
+
+const line = (id: number, n: number, bytes = 10): Line =>
+  toLine({ level: Math.log2(n), index: id / n, text: "t".repeat(bytes), until: "" });
+const names = (lines: readonly NodeRef[]): string[] => lines.map(lineName);
+
+function append(state: ThreadState, message: Message): ThreadState {
+  const { state: next, outcome } = appendMessage(state, message);
+  expect(outcome.type).toBe("applied");
+  return next;
+}
+
+describe("due score and the most due pair", () => {
+  it("SPEC example: with T=10 and 0+4 4+4 8+1 9+1, pair 8–9 (score 1) merges, not 0–7 (0.75)", () => {
+    const outline = [line(0, 4), line(4, 4), line(8, 1), line(9, 1)];
+    expect(dueScore(10, outline[2] as Line)).toBe(1);
+    expect(dueScore(10, outline[0] as Line)).toBe(0.75);
+    expect(mostDuePair(outline, 10)).toBe(2);
+    const parents: Record<string, string> = { "1:4": "p89", "3:0": "p07" };
+    const progress = runBatch(outline, 1000, 10, 0, (l, k) => {
+      const text = parents[`${l}:${k}`];
+      return text ? { level: l, index: k, text, until: "" } : undefined;
+    });
+    expect(progress.merged.map(lineName)).toEqual(["8+2", "0+8"]);
+  });
+
+  it("ties go to the oldest pair", () => {
+    // 0+2,2+2 (level 1, last 3) and 4+1,5+1 (level 0, last 5) both score 2 at T=7.
+    const outline = [line(0, 2), line(2, 2), line(4, 1), line(5, 1), line(6, 1)];
+    expect(dueScore(7, outline[0] as Line)).toBe(dueScore(7, outline[2] as Line));
+    expect(mostDuePair(outline, 7)).toBe(0);
+  });
+
+  it("only adjacent siblings pair: 2+2 and 4+2 are neighbours but not siblings", () => {
+    expect(mostDuePair([line(0, 2), line(2, 2), line(4, 2)], 6)).toBe(0);
+    expect(mostDuePair([line(2, 2), line(4, 2), line(6, 1)], 7)).toBe(-1);
+  });
+});
+
+describe("summarise ahead and free nodes", () => {
+  it("a short thread (tail never past its first number) makes no summarizer call at all", () => {
+    // Ten messages of ~750 tokens each: 7,500 < 12,000, so no leaf is ever due.
+    let s = initialThreadState("short", { ...settings, tail: [12_000, 48_000] });
+    for (let i = 0; i < 10; i++) s = append(s, makeMessage("short", i, "x".repeat(3000)));
+    expect(s.wanted).toEqual([]);
+    expect(s.stats.leafJobs + s.stats.mergeJobs + s.stats.freeLeaves + s.stats.freeMerges).toBe(0);
+    expect(s.boundary).toBe(0);
+    // The same messages past tail[0] do ask: the test above is not vacuous.
+    for (let i = 10; i < 20; i++) s = append(s, makeMessage("short", i, "x".repeat(3000)));
+    expect(s.stats.leafJobs).toBeGreaterThan(0);
+  });
+
+  it("a free leaf and a free parent make no summarizer call", () => {
+    // Each message alone passes tail[0], so each leaf is due at once.
+    let s = initialThreadState("free", { ...settings, tail: [5, 1000] });
+    s = append(s, makeMessage("free", 0, "fact 0"));
+    s = append(s, makeMessage("free", 1, "fact 1"));
+    expect(s.stats).toMatchObject({ freeLeaves: 2, freeMerges: 1, leafJobs: 0, mergeJobs: 0 });
+    expect(s.wanted).toEqual([]);
+    // A long message is not free: it goes to the summarizer.
+    s = append(s, makeMessage("free", 2, "long ".repeat(200)));
+    expect(s.wanted).toEqual([{ level: 0, index: 2 }]);
+  });
+
+  it("a leaf is due once the tail from it to the end costs more than tail[0], in position order", () => {
+    let s = initialThreadState("due", { ...settings, tail: [100, 1000] });
+    const big = "y".repeat(2000); // ~500 tokens: never free, always due after one more
+    s = append(s, makeMessage("due", 0, big));
+    expect(s.wanted).toEqual([{ level: 0, index: 0 }]); // alone it costs > 100: due
+    s = append(s, makeMessage("due", 1, big));
+    expect(s.wanted).toEqual([
+      { level: 0, index: 0 },
+      { level: 0, index: 1 },
+    ]);
+    expect(s.boundary).toBe(0); // 1000 tokens not passed yet: no cut
+  });
+});
+
+describe("cuts", () => {
+  it("a cut waits for a slow leaf while new messages keep arriving, then applies in one step", () => {
+    let s = initialThreadState("slow", { ...settings, tail: [300, 600], concurrency: 1 });
+    const text = (i: number) => `message ${i} ` + "z".repeat(700);
+    let i = 0;
+    while (s.cuts.length === 0) s = append(s, makeMessage("slow", i++, text(i)));
+    const planned = s.cuts[0]?.boundary ?? 0;
+    expect(planned).toBeGreaterThan(0);
+    expect(s.boundary).toBe(0);
+    const taken = takeJobs(s, 1);
+    s = taken.state;
+    const slow = taken.started[0] as NodeRef;
+    expect(slow).toEqual({ level: 0, index: 0 });
+    for (let k = 0; k < 5; k++) s = append(s, makeMessage("slow", i++, text(i)));
+    expect(s.boundary).toBe(0); // still waiting for leaf 0
+    expect(s.count).toBe(i);
+    // Every other job answered: the cut still waits for the slow one.
+    for (;;) {
+      const next = takeJobs(s, 100);
+      const others = next.started.filter((r) => !(r.level === 0 && r.index === 0));
+      if (others.length === 0) break;
+      s = next.state;
+      for (const ref of others) s = summaryBuilt(s, ref, fakeSummary(jobFor(s, ref))).state;
+    }
+    expect(s.boundary).toBe(0);
+    s = summaryBuilt(s, slow, "the slow leaf").state;
+    expect(s.boundary).toBeGreaterThanOrEqual(planned);
+    expect(s.outline[0]?.text).toBe("the slow leaf");
+    expect(s.since).toBe(s.tail[0]?.message.at);
+  });
+
+  it("the newest message always stays whole, however big", () => {
+    let s = initialThreadState("huge", settings);
+    s = append(s, makeMessage("huge", 0, "a".repeat(100)));
+    s = append(s, makeMessage("huge", 1, "b".repeat(50_000)));
+    s = answerAll(s, fakeSummary);
+    expect(s.boundary).toBe(1);
+    expect(s.tail.map((t) => t.position)).toEqual([1]);
+  });
+
+  it("a result for a node already built is ignored", () => {
+    let s = initialThreadState("twice", { ...settings, tail: [10, 1000] });
+    s = append(s, makeMessage("twice", 0, "q".repeat(3000)));
+    const taken = takeJobs(s);
+    s = summaryBuilt(taken.state, { level: 0, index: 0 }, "first").state;
+    const again = summaryBuilt(s, { level: 0, index: 0 }, "second");
+    expect(again.outcome.type).toBe("ignored");
+    expect(again.state).toBe(s);
+  });
+});
+
+describe("merge batches", () => {
+  it("a batch waits for a parent being built, then finishes", () => {
+    const small: CoreSettings = { line: 64, tail: [20, 40], outline: [300, 600], concurrency: 8 };
+    let s = initialThreadState("batch", small);
+    let i = 0;
+    let waited: NodeRef | null = null;
+    const held: NodeRef[] = [];
+    // Build leaves at once but hold every merge job, until a batch needs one.
+    while (!waited && i < 500) {
+      s = append(s, makeMessage("batch", i++, `${"m".repeat(60)} ${i}`));
+      const taken = takeJobs(s, 1000);
+      s = taken.state;
+      for (const ref of taken.started) {
+        if (ref.level === 0) s = summaryBuilt(s, ref, `leaf ${ref.index} ${"l".repeat(40)}`).state;
+        else held.push(ref);
+      }
+      waited = s.batch?.waitingFor ?? null;
+    }
+    expect(waited).not.toBeNull();
+    const parent = waited as NodeRef;
+    expect(s.inflight).toContainEqual(parent);
+    const before = s.outlineBytes;
+    expect(before).toBeGreaterThan(small.outline[0]);
+    const boundary = s.boundary;
+    s = append(s, makeMessage("batch", i++, "more while merging")); // arrives meanwhile
+    expect(s.boundary).toBe(boundary);
+    for (const ref of held) s = summaryBuilt(s, ref, fakeSummary(jobFor(s, ref))).state;
+    s = answerAll(s, fakeSummary);
+    expect(s.batch).toBeNull();
+    expect(s.outlineBytes).toBeLessThanOrEqual(small.outline[0]);
+    expect(isSettled(s)).toBe(true);
+  });
+
+  it("parents are asked for eagerly, as soon as both children exist", () => {
+    let s = initialThreadState("eager", { ...settings, tail: [10, 100_000] });
+    s = append(s, makeMessage("eager", 0, "e".repeat(3000)));
+    s = append(s, makeMessage("eager", 1, "f".repeat(3000)));
+    s = append(s, makeMessage("eager", 2, "g".repeat(3000)));
+    const taken = takeJobs(s);
+    s = taken.state;
+    s = summaryBuilt(s, { level: 0, index: 0 }, "x".repeat(300)).state;
+    s = summaryBuilt(s, { level: 0, index: 1 }, "y".repeat(300)).state;
+    expect(s.wanted).toContainEqual({ level: 1, index: 0 });
+    expect(s.boundary).toBe(0); // nothing cut: the parent is built ahead of need
+  });
+});
