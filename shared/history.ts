@@ -1,0 +1,20 @@
+import { z } from "zod";
+import { threadIdSchema } from "./events.ts";
+
+/**
+ * One built summary node, as published on `history.<thread>.<level>.<index>` with msgID
+ * `thread:level:index` (SPEC §8): a replay reads these instead of calling a model. A leaf also
+ * names its source message and where it is stored, so zoom(id, 1) reads it in two lookups.
+ */
+export const summaryEventSchema = z.object({
+  thread: threadIdSchema,
+  level: z.number().int().min(0),
+  index: z.number().int().min(0),
+  text: z.string().min(1),
+  until: z.string(),
+  /** Free (built without a model call) or by which summarizer. */
+  by: z.string(),
+  /** Leaves only: the source message's id and CHAT stream sequence. */
+  message: z.object({ id: z.string(), seq: z.number().int().min(0) }).optional(),
+});
+export type SummaryEvent = z.infer<typeof summaryEventSchema>;
