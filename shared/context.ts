@@ -14,7 +14,11 @@ export const CONTEXT_BYTES: [number, number] = [16_000, 32_000];
  * (most due pairs whose parents are built) down to CONTEXT_BYTES[0]; if still too big, the oldest
  * lines go.
  */
-export function contextBefore(state: ThreadState, node: NodeRef, sizes = CONTEXT_BYTES): ContextLine[] {
+export function contextBefore(
+  state: ThreadState,
+  node: NodeRef,
+  sizes = CONTEXT_BYTES,
+): ContextLine[] {
   const start = nodeId(node);
   const lines: Line[] = [];
   let bytes = 0;
@@ -32,7 +36,9 @@ export function contextBefore(state: ThreadState, node: NodeRef, sizes = CONTEXT
   }
   let shown: Line[] = lines;
   if (bytes > sizes[1]) {
-    const merged = runBatch(lines, bytes, start, sizes[0], (level, index) => getNode(state.nodes, level, index));
+    const merged = runBatch(lines, bytes, start, sizes[0], (level, index) =>
+      getNode(state.nodes, level, index),
+    );
     shown = merged.lines;
     bytes = merged.bytes;
     let drop = 0;
@@ -53,15 +59,28 @@ export function jobFor(state: ThreadState, ref: NodeRef): SummaryJob {
   };
   if (ref.level === 0) {
     const entry = tailEntry(state, ref.index);
-    if (!entry) throw new InvariantError("LEAF_NOT_IN_TAIL", `leaf ${ref.index} of '${state.thread}' is not in the tail`);
-    return { ...base, kind: "leaf", level: 0, message: { ...entry.message, position: entry.position } };
+    if (!entry)
+      throw new InvariantError(
+        "LEAF_NOT_IN_TAIL",
+        `leaf ${ref.index} of '${state.thread}' is not in the tail`,
+      );
+    return {
+      ...base,
+      kind: "leaf",
+      level: 0,
+      message: { ...entry.message, position: entry.position },
+      seq: entry.seq,
+    };
   }
   const leftRef = { level: ref.level - 1, index: ref.index * 2 };
   const rightRef = { level: ref.level - 1, index: ref.index * 2 + 1 };
   const left = findBuilt(state, leftRef);
   const right = findBuilt(state, rightRef);
   if (!left || !right) {
-    throw new InvariantError("CHILD_MISSING", `merge ${base.name} of '${state.thread}' lacks a built child`);
+    throw new InvariantError(
+      "CHILD_MISSING",
+      `merge ${base.name} of '${state.thread}' lacks a built child`,
+    );
   }
   return {
     ...base,

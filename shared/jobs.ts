@@ -24,6 +24,8 @@ export interface LeafJob extends JobBase {
   kind: "leaf";
   level: 0;
   message: Message & { position: number };
+  /** CHAT stream sequence of the message (0 when not from a stream). */
+  seq: number;
 }
 
 /** Merge two adjacent lines into their parent. */

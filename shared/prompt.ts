@@ -69,7 +69,8 @@ export const MARK_OFFSETS = [0, 20, 40] as const;
 
 const time = (iso: string): number => Date.parse(iso);
 
-export const renderPromptLine = (line: PromptLine): string => `${line.id}+${line.n}|${foldNewlines(line.text)}`;
+export const renderPromptLine = (line: PromptLine): string =>
+  `${line.id}+${line.n}|${foldNewlines(line.text)}`;
 
 /** Lines whose newest message is older than the window are left out, as their messages are. */
 function shownLines(input: PromptInput): readonly PromptLine[] {
@@ -98,7 +99,11 @@ export function wholeMessage(message: Message, agent: string, cutAt: string | nu
   return out;
 }
 
-function stats(lines: readonly PromptLine[], rendered: readonly string[], tail: readonly Message[]): PromptStats {
+function stats(
+  lines: readonly PromptLine[],
+  rendered: readonly string[],
+  tail: readonly Message[],
+): PromptStats {
   let outlineBytes = 0;
   for (const r of rendered) outlineBytes += utf8Bytes(r) + 1;
   let tailTokens = 0;

@@ -1,17 +1,26 @@
 import { jobFor } from "./context.ts";
 import type { Message } from "./events.ts";
 import type { SummaryJob } from "./jobs.ts";
-import { appendMessage, summaryBuilt, takeJobs, type ThreadState } from "./thread.ts";
+import {
+  appendMessage,
+  outboxPublished,
+  summaryBuilt,
+  takeJobs,
+  type ThreadState,
+} from "./thread.ts";
 
 /** Gives the text of a node synchronously: stored summaries on replay, an instant summarizer in a bench. */
 export type InstantSummaries = (job: SummaryJob) => string;
 
-/** Answers every job the thread asks for, at once, until nothing is outstanding. */
+/**
+ * Answers every job the thread asks for, at once, until nothing is outstanding. Free nodes are
+ * taken out of the outbox (a replay has them in HISTORY already).
+ */
 export function answerAll(state: ThreadState, summaries: InstantSummaries): ThreadState {
   let s = state;
   for (;;) {
     const taken = takeJobs(s, Number.MAX_SAFE_INTEGER);
-    if (taken.started.length === 0) return taken.state;
+    if (taken.started.length === 0) return outboxPublished(taken.state, taken.state.outbox.length);
     s = taken.state;
     for (const ref of taken.started) {
       const text = summaries(jobFor(s, ref));

@@ -72,7 +72,17 @@ export interface ThreadState {
   /** Nodes to summarise, in request order; and those handed to the summarizer. */
   wanted: NodeRef[];
   inflight: NodeRef[];
+  /**
+   * Nodes built free (no model call) that the host has not published to HISTORY yet. Model-built
+   * nodes are published by the host before it reports them, so they never appear here.
+   */
+  outbox: OutboxNode[];
   stats: ThreadStats;
+}
+
+/** A free node waiting to be published; a leaf names its source message. */
+export interface OutboxNode extends BuiltNode {
+  message?: { id: string; seq: number };
 }
 
 export type AppendOutcome =
@@ -119,6 +129,7 @@ export function initialThreadState(
     nodes: [],
     wanted: [],
     inflight: [],
+    outbox: [],
     stats: emptyStats(),
   };
 }
@@ -161,7 +172,8 @@ function want(s: ThreadState, ref: NodeRef): void {
 }
 
 /** Stores a built node and, once its sibling exists, builds or asks for their parent. */
-function store(s: ThreadState, node: BuiltNode): void {
+function store(s: ThreadState, node: BuiltNode, free?: OutboxNode): void {
+  if (free) s.outbox = [...s.outbox, free];
   let current: BuiltNode | undefined = node;
   while (current) {
     s.nodes = putNode(s.nodes, current);
@@ -177,6 +189,7 @@ function store(s: ThreadState, node: BuiltNode): void {
     }
     s.stats = { ...s.stats, freeMerges: s.stats.freeMerges + 1 };
     current = { ...parent, text: free, until: right.until };
+    s.outbox = [...s.outbox, current];
   }
 }
 
@@ -187,7 +200,8 @@ function makeDue(s: ThreadState, entry: TailEntry): void {
     return;
   }
   s.stats = { ...s.stats, freeLeaves: s.stats.freeLeaves + 1 };
-  store(s, { level: 0, index: entry.position, text: free, until: entry.message.at });
+  const leaf: BuiltNode = { level: 0, index: entry.position, text: free, until: entry.message.at };
+  store(s, leaf, { ...leaf, message: { id: entry.message.id, seq: entry.seq } });
 }
 
 /** Summarise ahead: a leaf is due once the tail from it to the end costs more than tail[0]. */
@@ -435,6 +449,12 @@ export function takeJobs(
 export function restartJobs(state: ThreadState): ThreadState {
   if (state.inflight.length === 0) return state;
   return { ...state, wanted: [...state.inflight, ...state.wanted], inflight: [] };
+}
+
+/** The host published the first `count` outbox nodes to HISTORY. */
+export function outboxPublished(state: ThreadState, count: number): ThreadState {
+  if (count <= 0) return state;
+  return { ...state, outbox: state.outbox.slice(count) };
 }
 
 /** SPEC §4 `thread.deleted`: nothing of the thread is kept; it takes no more messages. */

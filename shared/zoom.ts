@@ -59,7 +59,10 @@ export function resolveZoom(scope: ZoomScope, args: ZoomArgs): ZoomTarget {
     const offset = wholeNumber("offset", args.offset, 0);
     const limit = wholeNumber("limit", args.limit, ZOOM_PAGE);
     if (limit < 1 || limit > ZOOM_PAGE) {
-      throw new ZoomError("BAD_PAGE", `limit must be from 1 to ${ZOOM_PAGE} characters, got ${limit}`);
+      throw new ZoomError(
+        "BAD_PAGE",
+        `limit must be from 1 to ${ZOOM_PAGE} characters, got ${limit}`,
+      );
     }
     return { kind: "message", position: args.id, offset, limit };
   }
@@ -74,8 +77,13 @@ export function resolveZoom(scope: ZoomScope, args: ZoomArgs): ZoomTarget {
   }
   const line = lineCovering(scope.outline, args.id);
   if (!line || line.level < node.level) {
-    const hint = line ? `; the line covering message ${args.id} is ${nodeId(line)}+${nodeSize(line)}` : "";
-    throw new ZoomError("NO_SUCH_LINE", `there is no line ${args.id}+${args.n} in the outline or inside one of its lines${hint}`);
+    const hint = line
+      ? `; the line covering message ${args.id} is ${nodeId(line)}+${nodeSize(line)}`
+      : "";
+    throw new ZoomError(
+      "NO_SUCH_LINE",
+      `there is no line ${args.id}+${args.n} in the outline or inside one of its lines${hint}`,
+    );
   }
   const half = node.level - 1;
   const first: NodeRef = { level: half, index: node.index * 2 };
@@ -93,7 +101,10 @@ export interface Page {
 export function pageText(text: string, offset: number, limit: number, explicit: boolean): Page {
   const total = text.length;
   if (offset > total) {
-    throw new ZoomError("BAD_PAGE", `offset ${offset} is past the end of the message (${total} characters)`);
+    throw new ZoomError(
+      "BAD_PAGE",
+      `offset ${offset} is past the end of the message (${total} characters)`,
+    );
   }
   let end = Math.min(total, offset + limit);
   const last = text.charCodeAt(end - 1);
@@ -102,11 +113,20 @@ export function pageText(text: string, offset: number, limit: number, explicit: 
   const page = { offset, limit, total, next };
   const slice = text.slice(offset, end);
   if (next !== null) {
-    return { text: slice, page, note: `[showing characters ${offset}-${end} of ${total}; next page: offset ${next}]` };
+    return {
+      text: slice,
+      page,
+      note: `[showing characters ${offset}-${end} of ${total}; next page: offset ${next}]`,
+    };
   }
   if (explicit && offset === 0 && total <= limit) {
     return { text: slice, page, note: `[the message fits in one zoom: ${total} characters]` };
   }
-  if (offset > 0) return { text: slice, page, note: `[showing characters ${offset}-${end} of ${total}; this is the last page]` };
+  if (offset > 0)
+    return {
+      text: slice,
+      page,
+      note: `[showing characters ${offset}-${end} of ${total}; this is the last page]`,
+    };
   return { text: slice, page };
 }

@@ -11,6 +11,7 @@ import {
   appendMessage,
   initialThreadState,
   isSettled,
+  outboxPublished,
   restartJobs,
   summaryBuilt,
   summaryFailed,
@@ -38,7 +39,8 @@ function checkInvariants(s: ThreadState): void {
   if (next !== s.boundary) fail(`outline ends at ${next}, boundary is ${s.boundary}`);
   if (bytes !== s.outlineBytes) fail(`outline bytes ${s.outlineBytes} != sum ${bytes}`);
   // The outline only changes at a cut, and a cut that passes outline[1] merges in the same step.
-  if (s.outlineBytes > s.settings.outline[1]) fail(`outline ${s.outlineBytes} > ${s.settings.outline[1]}`);
+  if (s.outlineBytes > s.settings.outline[1])
+    fail(`outline ${s.outlineBytes} > ${s.settings.outline[1]}`);
   if (s.tail.length !== s.count - s.boundary) fail("tail does not hold [boundary, count)");
   s.tail.forEach((t, k) => t.position === s.boundary + k || fail(`tail position ${t.position}`));
 }
@@ -69,6 +71,7 @@ function simulate(sc: Scenario, thread: string, restoreAt = -1): ThreadState {
   let i = 0;
   let step = 0;
   let failures = 0;
+  const published = new Set<string>();
   for (;;) {
     const choice = sc.choices[step % sc.choices.length] ?? 0;
     step += 1;
@@ -88,6 +91,13 @@ function simulate(sc: Scenario, thread: string, restoreAt = -1): ThreadState {
       else if (ref) s = summaryBuilt(s, ref, fakeSummary(jobFor(s, ref))).state;
     } else if (i >= log.length) break;
     checkInvariants(s);
+    // The host publishes free nodes as they come; every one is a node of this thread, once.
+    for (const node of s.outbox) {
+      const key = `${node.level}:${node.index}`;
+      if (published.has(key)) throw new Error(`free node ${key} published twice`);
+      published.add(key);
+    }
+    s = outboxPublished(s, s.outbox.length);
   }
   expect(isSettled(s)).toBe(true);
   return s;
@@ -113,7 +123,11 @@ describe("outline properties over random conversations", () => {
   it("the final state is a pure function of the log and the summaries, whatever the timing", () => {
     fc.assert(
       fc.property(scenarioArb, fc.array(fc.nat(), { minLength: 1, maxLength: 64 }), (sc, other) => {
-        const reference = replayLog(initialThreadState("p2", sc.settings), logOf("p2", sc.texts), fakeSummary);
+        const reference = replayLog(
+          initialThreadState("p2", sc.settings),
+          logOf("p2", sc.texts),
+          fakeSummary,
+        );
         checkInvariants(reference);
         expect(simulate(sc, "p2")).toEqual(reference);
         expect(simulate({ ...sc, choices: other }, "p2")).toEqual(reference);
@@ -140,7 +154,8 @@ describe("outline properties over random conversations", () => {
           const before = s.stats.batches;
           s = replayLog(s, [entry], fakeSummary);
           if (s.stats.batches > before) {
-            if (s.outlineBytes > sc.settings.outline[0]) expect(mostDuePair(s.outline, s.boundary)).toBe(-1);
+            if (s.outlineBytes > sc.settings.outline[0])
+              expect(mostDuePair(s.outline, s.boundary)).toBe(-1);
           }
         }
       }),
@@ -158,7 +173,12 @@ describe("outline properties over random conversations", () => {
           s = replayLog(s, [entry], fakeSummary);
           const prompt = buildOpenAIPrompt({
             agent,
-            lines: s.outline.map((l) => ({ id: nodeId(l), n: nodeSize(l), text: l.text, until: l.until })),
+            lines: s.outline.map((l) => ({
+              id: nodeId(l),
+              n: nodeSize(l),
+              text: l.text,
+              until: l.until,
+            })),
             cutAt: s.cutAt,
             tail: s.tail.map((t) => t.message),
           });

@@ -219,6 +219,7 @@ describe("extractive bounds", () => {
       fc.property(chatText, chatText, fc.integer({ min: 16, max: 1024 }), (a, b, line) => {
         const job: LeafJob = {
           kind: "leaf",
+          seq: 0,
           thread: "t1",
           level: 0,
           index: 3,

@@ -25,6 +25,7 @@ describe("OpenAI-compatible summarizer against a live endpoint", () => {
     const line = 200;
     const leaf: LeafJob = {
       kind: "leaf",
+      seq: 0,
       thread: "live",
       level: 0,
       index: 2,

@@ -16,6 +16,7 @@ const context = [
 function leaf(body: string, position = 12): LeafJob {
   return {
     kind: "leaf",
+    seq: 0,
     thread: "t1",
     level: 0,
     index: position,
