@@ -1,0 +1,170 @@
+import { describe, expect, it } from "vitest";
+import { createActor, getNextSnapshot, type SnapshotFrom } from "xstate";
+import type { SummaryJob } from "../shared/jobs.ts";
+import { toSnapshot } from "../shared/snapshot.ts";
+import type { CoreSettings } from "../shared/settings.ts";
+import { threadMachine, type ThreadEvent } from "../machines/thread.ts";
+import { fakeSummary, makeMessage } from "./support/conversation.ts";
+
+const settings: CoreSettings = {
+  line: 128,
+  tail: [60, 120],
+  outline: [1400, 2000],
+  concurrency: 3,
+};
+const input = { thread: "m1", settings };
+const text = (i: number) => `message ${i}: ` + "lorem ipsum dolor ".repeat(1 + (i % 9));
+
+/** An actor whose requestSummary effect only records the job: the test answers it. */
+function recordingActor(snapshot?: SnapshotFrom<typeof threadMachine>) {
+  const jobs: SummaryJob[] = [];
+  const changes: number[] = [];
+  const machine = threadMachine.provide({
+    actions: {
+      requestSummary: (_, { job }) => void jobs.push(job),
+      snapshotChanged: (_, change) => void changes.push(change.count),
+    },
+  });
+  const actor = createActor(machine, snapshot ? { snapshot, input } : { input });
+  actor.start();
+  return { actor, jobs, changes };
+}
+
+function answer(actor: ReturnType<typeof recordingActor>["actor"], job: SummaryJob): void {
+  actor.send({ type: "summary.built", level: job.level, index: job.index, text: fakeSummary(job) });
+}
+
+describe("thread machine", () => {
+  it("transitions are pure: idle → summarizing → cutting, without running effects", () => {
+    let snap = threadMachine.resolveState({
+      value: "idle",
+      context: createActor(threadMachine, { input }).getSnapshot().context,
+    });
+    expect(snap.value).toBe("idle");
+    const states = new Set<string>();
+    for (let i = 0; i < 20; i++) {
+      // Long messages: never free, so only answers could move the outline.
+      const long = `message ${i}: ` + "lorem ipsum dolor ".repeat(20);
+      const event: ThreadEvent = {
+        type: "message.created",
+        message: makeMessage("m1", i, long),
+        seq: i + 1,
+      };
+      snap = getNextSnapshot(threadMachine, snap, event);
+      states.add(String(snap.value));
+    }
+    expect(states).toContain("summarizing");
+    expect(states).toContain("cutting");
+    expect(snap.context.core.count).toBe(20);
+    // Jobs were handed out (inflight) but nobody answered: the outline has not moved.
+    expect(snap.context.core.inflight.length).toBe(settings.concurrency);
+    expect(snap.context.core.boundary).toBe(0);
+    expect(snap.context.core.cuts.length).toBeGreaterThan(0);
+  });
+
+  it("asks at most `concurrency` summaries at once, and applies answers keyed by (level, index)", () => {
+    const { actor, jobs, changes } = recordingActor();
+    for (let i = 0; i < 40; i++) {
+      actor.send({ type: "message.created", message: makeMessage("m1", i, text(i)), seq: i + 1 });
+      expect(actor.getSnapshot().context.core.inflight.length).toBeLessThanOrEqual(
+        settings.concurrency,
+      );
+    }
+    expect(jobs.length).toBe(settings.concurrency);
+    let answered = 0;
+    while (answered < jobs.length) answer(actor, jobs[answered++] as SummaryJob);
+    const core = actor.getSnapshot().context.core;
+    expect(core.boundary).toBeGreaterThan(0);
+    expect(actor.getSnapshot().value).toBe("idle");
+    expect(changes.at(-1)).toBe(40);
+    // A late duplicate answer is ignored.
+    const before = actor.getSnapshot().context.core;
+    answer(actor, jobs[0] as SummaryJob);
+    expect(actor.getSnapshot().context.core).toEqual(before);
+  });
+
+  it("a persisted snapshot survives JSON and restores mid-summarization: in-flight jobs restart, nothing built twice", () => {
+    const first = recordingActor();
+    for (let i = 0; i < 30; i++) {
+      first.actor.send({
+        type: "message.created",
+        message: makeMessage("m1", i, text(i)),
+        seq: i + 1,
+      });
+    }
+    // Answer one job, leave the others in flight, then "crash".
+    answer(first.actor, first.jobs[0] as SummaryJob);
+    const persisted = JSON.parse(
+      JSON.stringify(first.actor.getPersistedSnapshot()),
+    ) as SnapshotFrom<typeof threadMachine>;
+    const inflightBefore = first.actor.getSnapshot().context.core.inflight;
+    expect(inflightBefore.length).toBeGreaterThan(0);
+    first.actor.stop();
+
+    const second = recordingActor(persisted);
+    expect(second.actor.getSnapshot().context.core).toEqual(persisted.context.core);
+    second.actor.send({ type: "jobs.resume" });
+    expect(second.jobs.map((j) => `${j.level}:${j.index}`)).toEqual(
+      inflightBefore.map((r) => `${r.level}:${r.index}`),
+    );
+    // Drive both to the end with the same summaries: same state as an uninterrupted run.
+    const drive = (r: ReturnType<typeof recordingActor>, from: number) => {
+      for (let i = from; i < 60; i++) {
+        r.actor.send({
+          type: "message.created",
+          message: makeMessage("m1", i, text(i)),
+          seq: i + 1,
+        });
+      }
+      for (let k = 0; k < r.jobs.length; k++) answer(r.actor, r.jobs[k] as SummaryJob);
+      return r.actor.getSnapshot().context.core;
+    };
+    const uninterrupted = recordingActor();
+    const expected = drive(uninterrupted, 0);
+    const restored = drive(second, 30);
+    const { outbox: _a, ...expectedRest } = expected;
+    const { outbox: _b, ...restoredRest } = restored;
+    expect(restoredRest).toEqual(expectedRest);
+    expect(toSnapshot(restored)).toEqual(toSnapshot(expected));
+  });
+
+  it("a redelivered message (same sequence) and a repeated id are applied once and reported", () => {
+    const skipped: string[] = [];
+    const actor = createActor(
+      threadMachine.provide({
+        actions: { skipped: (_, { outcome }) => void skipped.push(outcome.type) },
+      }),
+      { input },
+    ).start();
+    const m = makeMessage("m1", 0, "hello");
+    actor.send({ type: "message.created", message: m, seq: 1 });
+    actor.send({ type: "message.created", message: m, seq: 1 });
+    actor.send({ type: "message.created", message: m, seq: 2 });
+    expect(actor.getSnapshot().context.core.count).toBe(1);
+    expect(skipped).toEqual(["duplicate", "duplicate"]);
+  });
+
+  it("thread.deleted erases everything and refuses later messages", () => {
+    const erased: string[] = [];
+    const skipped: string[] = [];
+    const actor = createActor(
+      threadMachine.provide({
+        actions: {
+          erased: (_, { thread }) => void erased.push(thread),
+          skipped: (_, { outcome }) => void skipped.push(outcome.type),
+        },
+      }),
+      { input },
+    ).start();
+    for (let i = 0; i < 10; i++)
+      actor.send({ type: "message.created", message: makeMessage("m1", i, text(i)), seq: i + 1 });
+    actor.send({ type: "thread.deleted", at: "2026-01-02T00:00:00Z", seq: 11 });
+    expect(actor.getSnapshot().value).toBe("deleted");
+    expect(erased).toEqual(["m1"]);
+    const core = actor.getSnapshot().context.core;
+    expect(core).toMatchObject({ deleted: true, count: 0, tail: [], outline: [], seq: 11 });
+    actor.send({ type: "message.created", message: makeMessage("m1", 11, "late"), seq: 12 });
+    expect(skipped).toEqual(["rejected"]);
+    expect(actor.getSnapshot().context.core.count).toBe(0);
+  });
+});

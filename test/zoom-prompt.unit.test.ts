@@ -1,0 +1,200 @@
+import { describe, expect, it } from "vitest";
+import { ZoomError } from "../shared/errors.ts";
+import type { Message } from "../shared/events.ts";
+import { type NodeRef } from "../shared/names.ts";
+import {
+  OUTLINE_HEADER,
+  buildAnthropicPrompt,
+  buildOpenAIPrompt,
+  type AnthropicTextBlock,
+  type PromptLine,
+} from "../shared/prompt.ts";
+import { pageText, resolveZoom, ZOOM_PAGE } from "../shared/zoom.ts";
+
+const ref = (id: number, n: number): NodeRef => ({ level: Math.log2(n), index: id / n });
+// Outline 0+8 8+4 12+1, boundary 13, 20 messages in all.
+const scope = { outline: [ref(0, 8), ref(8, 4), ref(12, 1)], boundary: 13, count: 20 };
+
+function zoomError(args: Parameters<typeof resolveZoom>[1]): ZoomError {
+  try {
+    resolveZoom(scope, args);
+  } catch (e) {
+    if (e instanceof ZoomError) return e;
+    throw e;
+  }
+  throw new Error("expected a ZoomError");
+}
+
+describe("zoom resolution", () => {
+  it("opens a line into its two halves, and halves of halves", () => {
+    expect(resolveZoom(scope, { id: 0, n: 8 })).toEqual({
+      kind: "lines",
+      nodes: [ref(0, 4), ref(4, 4)],
+    });
+    expect(resolveZoom(scope, { id: 4, n: 4 })).toEqual({
+      kind: "lines",
+      nodes: [ref(4, 2), ref(6, 2)],
+    });
+    expect(resolveZoom(scope, { id: 8, n: 4 })).toEqual({
+      kind: "lines",
+      nodes: [ref(8, 2), ref(10, 2)],
+    });
+  });
+
+  it("zoom(id, 1) reads a message, in the outline or in the tail", () => {
+    expect(resolveZoom(scope, { id: 3, n: 1 })).toEqual({
+      kind: "message",
+      position: 3,
+      offset: 0,
+      limit: ZOOM_PAGE,
+    });
+    expect(resolveZoom(scope, { id: 19, n: 1 })).toMatchObject({ kind: "message", position: 19 });
+  });
+
+  it("names the rule broken: n=3, id not a multiple of n, id past the end", () => {
+    expect(zoomError({ id: 0, n: 3 }).code).toBe("N_NOT_POWER_OF_TWO");
+    expect(zoomError({ id: 0, n: 3 }).message).toMatch(/power of two/);
+    const notMultiple = zoomError({ id: 6, n: 4 });
+    expect(notMultiple.code).toBe("ID_NOT_MULTIPLE_OF_N");
+    expect(notMultiple.message).toMatch(/6 is not a multiple of 4.*id=4/);
+    expect(zoomError({ id: 20, n: 1 }).code).toBe("ID_PAST_END");
+    expect(zoomError({ id: 16, n: 2 }).code).toBe("ID_PAST_OUTLINE");
+    expect(zoomError({ id: 0, n: 16 }).code).toBe("NO_SUCH_LINE");
+    expect(zoomError({ id: -1, n: 1 }).code).toBe("BAD_ID");
+    expect(zoomError({ id: 0, n: 2, offset: 5 }).code).toBe("PAGE_ON_LINE");
+    expect(zoomError({ id: 1, n: 1, limit: 0 }).code).toBe("BAD_PAGE");
+  });
+
+  it("a 90,000-character message comes in pages with where the next starts", () => {
+    const text = "a".repeat(89_999) + "😀"; // 90,001 UTF-16 units, an emoji at the very end
+    const first = pageText(text, 0, ZOOM_PAGE, false);
+    expect(first.text.length).toBe(25_000);
+    expect(first.page).toEqual({ offset: 0, limit: 25_000, total: 90_001, next: 25_000 });
+    expect(first.note).toBe("[showing characters 0-25000 of 90001; next page: offset 25000]");
+    const pages = [first];
+    while (pages.at(-1)?.page.next != null) {
+      pages.push(pageText(text, pages.at(-1)?.page.next ?? 0, ZOOM_PAGE, true));
+    }
+    expect(pages).toHaveLength(4);
+    expect(pages.map((p) => p.text).join("")).toBe(text);
+    expect(pages.at(-1)?.note).toMatch(/last page/);
+    // A page never splits a surrogate pair.
+    const split = pageText("ab😀cd", 0, 3, true);
+    expect(split.text).toBe("ab");
+    expect(split.page.next).toBe(2);
+  });
+
+  it("paging a short message says it fits in one zoom", () => {
+    expect(pageText("short", 0, ZOOM_PAGE, true).note).toMatch(/fits in one zoom/);
+    expect(() => pageText("short", 9, ZOOM_PAGE, true)).toThrow(/past the end/);
+  });
+});
+
+const msg = (i: number, from: string, extra: Partial<Message> = {}): Message => ({
+  id: `p${i}`,
+  thread: "t",
+  at: `2026-03-0${1 + (i % 9)}T10:00:00Z`,
+  from,
+  role: "user",
+  text: `text ${i}\nsecond line`,
+  ...extra,
+});
+
+const lines: PromptLine[] = Array.from({ length: 10 }, (_, k) => ({
+  id: k,
+  n: 1,
+  text: `line ${k}\nwrapped`,
+  until: `2026-02-${String(10 + k).padStart(2, "0")}T00:00:00Z`,
+}));
+
+describe("prompt", () => {
+  it("a thread never cut gets every message whole: the agent's as assistant, others as user with the author", () => {
+    const p = buildOpenAIPrompt({
+      agent: "north",
+      lines: [],
+      cutAt: null,
+      tail: [msg(1, "Ana"), msg(2, "north")],
+    });
+    expect(p.messages).toEqual([
+      { role: "user", content: "Ana: text 1\nsecond line" },
+      { role: "assistant", content: "text 2\nsecond line" },
+    ]);
+    expect(p.stats.lines).toBe(0);
+  });
+
+  it("lays out the header, <chat>, the lines folded, </chat>, then the tail whole", () => {
+    const p = buildOpenAIPrompt({
+      agent: "north",
+      lines,
+      cutAt: "2026-03-01T10:00:00Z",
+      tail: [msg(3, "Ana")],
+    });
+    const first = p.messages[0];
+    expect(first?.role).toBe("user");
+    const content = first?.content ?? "";
+    expect(
+      content.startsWith(`${OUTLINE_HEADER}\n<chat>\n0+1|line 0 wrapped\n1+1|line 1 wrapped\n`),
+    ).toBe(true);
+    expect(content.endsWith("9+1|line 9 wrapped\n</chat>")).toBe(true);
+    expect(OUTLINE_HEADER).toMatch(/oldest first/);
+    expect(OUTLINE_HEADER).toMatch(/zoom\(id, n\)/);
+    expect(OUTLINE_HEADER).toMatch(/zoom\(id, 1\)/);
+    expect(p.messages[1]).toEqual({ role: "user", content: "Ana: text 3\nsecond line" });
+    expect(p.stats).toMatchObject({ lines: 10 });
+    expect(p.stats.outlineBytes).toBe(
+      lines.reduce((n, l) => n + `${l.id}+1|${l.text.replace("\n", " ")}\n`.length, 0),
+    );
+  });
+
+  it("the `from` window leaves out lines and messages older than it", () => {
+    const p = buildOpenAIPrompt({
+      agent: "north",
+      from: "2026-02-15T00:00:00Z",
+      lines,
+      cutAt: "2026-03-01T10:00:00Z",
+      tail: [msg(3, "Ana")],
+    });
+    expect(p.stats.lines).toBe(5);
+    expect(p.messages[0]?.content).toContain("\n<chat>\n5+1|");
+    const none = buildOpenAIPrompt({
+      agent: "north",
+      from: "2027-01-01T00:00:00Z",
+      lines,
+      cutAt: null,
+      tail: [msg(3, "Ana")],
+    });
+    expect(none.messages).toEqual([]);
+  });
+
+  it("sends the agent's model state back only when written after cutAt", () => {
+    const before = msg(2, "north", { at: "2026-03-01T09:00:00Z", state: { thought: "old" } });
+    const after = msg(4, "north", { at: "2026-03-01T11:00:00Z", state: { thought: "new" } });
+    const p = buildOpenAIPrompt({
+      agent: "north",
+      lines,
+      cutAt: "2026-03-01T10:00:00Z",
+      tail: [before, after],
+    });
+    expect(p.messages[1]).not.toHaveProperty("state");
+    expect(p.messages[2]).toMatchObject({ role: "assistant", state: { thought: "new" } });
+  });
+
+  it("Anthropic format: 4-line blocks, marks on the last whole block and 20 and 40 blocks before it", () => {
+    const many: PromptLine[] = Array.from({ length: 4 * 50 + 2 }, (_, k) => ({
+      id: k,
+      n: 1,
+      text: `l${k}`,
+      until: "2026-01-01T00:00:00Z",
+    }));
+    const input = { agent: "north", lines: many, cutAt: null, tail: [msg(1, "Ana")] };
+    const p = buildAnthropicPrompt(input);
+    const blocks = p.messages[0]?.content as AnthropicTextBlock[];
+    // header, 51 line blocks (50 whole + 1 partial), closing tag
+    expect(blocks).toHaveLength(53);
+    const marked = blocks.flatMap((b, i) => (b.cache_control ? [i] : []));
+    expect(marked).toEqual([10, 30, 50]);
+    expect(blocks[50]?.text.split("\n").filter(Boolean)).toHaveLength(4);
+    // The blocks joined are exactly the OpenAI outline message.
+    expect(blocks.map((b) => b.text).join("")).toBe(buildOpenAIPrompt(input).messages[0]?.content);
+  });
+});
