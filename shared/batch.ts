@@ -1,4 +1,4 @@
-import { nodeLast, type NodeRef } from "./names.ts";
+import { nodeLast, nodeSize, type NodeRef } from "./names.ts";
 import type { BuiltNode } from "./nodes.ts";
 import { lineBytes } from "./render.ts";
 
@@ -7,8 +7,19 @@ export interface Line extends BuiltNode {
   bytes: number;
 }
 
+// Nodes are immutable, so each one's rendering is measured once.
+const lines = new WeakMap<BuiltNode, Line>();
+
 export function toLine(node: BuiltNode): Line {
-  return { ...node, bytes: lineBytes(node, node.text) };
+  let line = lines.get(node);
+  if (!line) {
+    line =
+      "bytes" in node && typeof node.bytes === "number"
+        ? (node as Line)
+        : { ...node, bytes: lineBytes(node, node.text) };
+    lines.set(node, line);
+  }
+  return line;
 }
 
 /**
@@ -17,7 +28,7 @@ export function toLine(node: BuiltNode): Line {
  */
 export function dueScore(boundary: number, left: NodeRef): number {
   const last = nodeLast({ level: left.level + 1, index: left.index >> 1 });
-  return (boundary - last) / 2 ** left.level;
+  return (boundary - last) / nodeSize(left);
 }
 
 /** Lines j and j+1 are siblings: same level, j the left child (even index), j+1 its right. */

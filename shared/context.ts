@@ -8,11 +8,48 @@ import { InvariantError } from "./errors.ts";
 /** The summarizer's view of what came before a node is kept between these sizes (bytes). */
 export const CONTEXT_BYTES: [number, number] = [16_000, 32_000];
 
+/** Merges lines down on the sawtooth (most due pairs with built parents), then drops the oldest. */
+function fit(
+  state: ThreadState,
+  lines: Line[],
+  bytes: number,
+  boundary: number,
+  sizes: [number, number],
+): Line[] {
+  if (bytes <= sizes[1]) return lines;
+  const merged = runBatch(lines, bytes, boundary, sizes[0], (level, index) =>
+    getNode(state.nodes, level, index),
+  );
+  let total = merged.bytes;
+  let drop = 0;
+  while (total > sizes[1] && drop < merged.lines.length)
+    total -= (merged.lines[drop++] as Line).bytes;
+  return drop === 0 ? merged.lines : merged.lines.slice(drop);
+}
+
+// Between cuts every job of a thread sees the same outline part, so it is merged once per outline
+// (the outline array is replaced at each cut): summarizer calls then share a cached prefix.
+const outlineParts = new WeakMap<readonly Line[], Line[]>();
+
+function outlinePart(state: ThreadState, start: number, sizes: [number, number]): Line[] {
+  if (start >= state.boundary) {
+    const cached = outlineParts.get(state.outline);
+    if (cached) return cached;
+    const part = fit(state, state.outline, state.outlineBytes, state.boundary, sizes);
+    outlineParts.set(state.outline, part);
+    return part;
+  }
+  // A parent built eagerly inside the outline: the merged outline's lines that end before it.
+  const part = outlinePart(state, state.boundary, sizes);
+  let end = 0;
+  while (end < part.length && nodeLast(part[end] as Line) < start) end++;
+  return part.slice(0, end);
+}
+
 /**
- * Lines before a node, oldest first, ending where the node starts: the outline's lines, then the
- * built leaves still in the tail. Past CONTEXT_BYTES[1] it merges further on the same sawtooth
- * (most due pairs whose parents are built) down to CONTEXT_BYTES[0]; if still too big, the oldest
- * lines go.
+ * Lines before a node, oldest first, ending where the node starts (never anything newer): the
+ * outline's lines, merged further on the same sawtooth to CONTEXT_BYTES, then the built leaves
+ * still in the tail before the node. If still too big, the oldest lines go.
  */
 export function contextBefore(
   state: ThreadState,
@@ -20,13 +57,9 @@ export function contextBefore(
   sizes = CONTEXT_BYTES,
 ): ContextLine[] {
   const start = nodeId(node);
-  const lines: Line[] = [];
+  const lines = outlinePart(state, start, sizes).slice();
   let bytes = 0;
-  for (const line of state.outline) {
-    if (nodeLast(line) >= start) break;
-    lines.push(line);
-    bytes += line.bytes;
-  }
+  for (const line of lines) bytes += line.bytes;
   for (let p = state.boundary; p < start; p++) {
     const leaf = getNode(state.nodes, 0, p);
     if (!leaf) continue;
@@ -34,18 +67,11 @@ export function contextBefore(
     lines.push(line);
     bytes += line.bytes;
   }
-  let shown: Line[] = lines;
-  if (bytes > sizes[1]) {
-    const merged = runBatch(lines, bytes, start, sizes[0], (level, index) =>
-      getNode(state.nodes, level, index),
-    );
-    shown = merged.lines;
-    bytes = merged.bytes;
-    let drop = 0;
-    while (bytes > sizes[1] && drop < shown.length) bytes -= (shown[drop++] as Line).bytes;
-    shown = shown.slice(drop);
-  }
-  return shown.map((line) => ({ id: nodeId(line), n: nodeSize(line), text: line.text }));
+  let drop = 0;
+  while (bytes > sizes[1] && drop < lines.length) bytes -= (lines[drop++] as Line).bytes;
+  return lines
+    .slice(drop)
+    .map((line) => ({ id: nodeId(line), n: nodeSize(line), text: line.text }));
 }
 
 /** What the summarizer needs to build one node the thread asked for. */

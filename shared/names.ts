@@ -6,8 +6,12 @@ export interface NodeRef {
   index: number;
 }
 
-export const nodeId = (node: NodeRef): number => node.index * 2 ** node.level;
-export const nodeSize = (node: NodeRef): number => 2 ** node.level;
+// Powers of two by table: these run in every batch step and zoom, and `**` is slow in V8.
+const POW2 = Array.from({ length: 64 }, (_, l) => 2 ** l);
+const pow2 = (level: number): number => POW2[level] ?? 2 ** level;
+
+export const nodeId = (node: NodeRef): number => node.index * pow2(node.level);
+export const nodeSize = (node: NodeRef): number => pow2(node.level);
 /** Position of the last message a node covers. */
 export const nodeLast = (node: NodeRef): number => nodeId(node) + nodeSize(node) - 1;
 /** The line name `id+n`. */

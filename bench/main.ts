@@ -1,0 +1,62 @@
+// `npm run bench` runs every benchmark; `npm run bench -- core` one of them. Figures are printed
+// and written to bench/results.json with the machine they were measured on.
+import { execFileSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { cpus, totalmem } from "node:os";
+
+type Bench = () => Promise<Record<string, number>>;
+
+const benches: Record<string, () => Promise<Bench>> = {
+  core: async () => (await import("./core.ts")).run,
+  summarizer: async () => (await import("./summarizer.ts")).run,
+};
+
+function natsVersion(): string {
+  try {
+    return execFileSync("nats-server", ["--version"], { encoding: "utf8" }).trim();
+  } catch {
+    return "not installed";
+  }
+}
+
+async function main(): Promise<void> {
+  const asked = process.argv.slice(2).filter((a) => !a.startsWith("-"));
+  const unknown = asked.filter((name) => !(name in benches));
+  if (unknown.length > 0) {
+    console.error(
+      `unknown benchmark ${unknown.join(", ")}; choose from: ${Object.keys(benches).join(", ")}`,
+    );
+    process.exit(2);
+  }
+  const names = asked.length > 0 ? asked : Object.keys(benches);
+  const machine = {
+    cores: cpus().length,
+    cpu: cpus()[0]?.model ?? "unknown",
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    natsServer: natsVersion(),
+  };
+  console.log(
+    `machine: ${machine.cores} cores (${machine.cpu}), ${machine.memoryGiB} GiB, Node ${machine.node}, ${machine.natsServer}`,
+  );
+  const results: Record<string, Record<string, number>> = {};
+  for (const name of names) {
+    console.log(`\n== ${name}`);
+    const load = benches[name];
+    if (!load) continue;
+    results[name] = await (await load())();
+  }
+  console.log("\n| benchmark | figure | value |\n|---|---|---|");
+  for (const [name, figures] of Object.entries(results)) {
+    for (const [key, value] of Object.entries(figures))
+      console.log(`| ${name} | ${key} | ${value} |`);
+  }
+  const file = new URL("./results.json", import.meta.url);
+  writeFileSync(
+    file,
+    `${JSON.stringify({ at: new Date().toISOString(), machine, results }, null, 2)}\n`,
+  );
+  console.log(`\nwritten to bench/results.json`);
+}
+
+await main();
