@@ -8,6 +8,7 @@ import {
   appendMessage,
   deleteThread,
   initialThreadState,
+  outboxPublished,
   restartJobs,
   summaryBuilt,
   summaryFailed,
@@ -24,7 +25,9 @@ export type ThreadEvent =
   | ({ type: "summary.built"; text: string } & NodeRef)
   | ({ type: "summary.failed"; reason: string } & NodeRef)
   /** After a restore: summaries that were in flight are asked again. */
-  | { type: "jobs.resume" };
+  | { type: "jobs.resume" }
+  /** The host published the first `count` outbox nodes (free nodes) to HISTORY. */
+  | { type: "outbox.published"; count: number };
 
 export interface ThreadInput {
   thread: string;
@@ -73,6 +76,10 @@ const threadSetup = setup({
       return { core: summaryFailed(context.core, { level: event.level, index: event.index }) };
     }),
     resume: assign(({ context }) => ({ core: restartJobs(context.core) })),
+    published: assign(({ context, event }) => {
+      if (event.type !== "outbox.published") return {};
+      return { core: outboxPublished(context.core, event.count) };
+    }),
   },
   guards: {
     merging: ({ context }) => context.core.batch !== null,
@@ -127,6 +134,8 @@ export const threadMachine = threadSetup.createMachine({
     "summary.built": { target: ".route", actions: ["build", dispatch, notify] },
     "summary.failed": { target: ".route", actions: ["fail", dispatch] },
     "jobs.resume": { target: ".route", actions: ["resume", dispatch] },
+    // Changes neither the outline nor the jobs, so no snapshotChanged: the host saves after it.
+    "outbox.published": { actions: ["published"] },
     "thread.deleted": { target: ".deleted", actions: [erase] },
   },
   states: {
@@ -153,6 +162,7 @@ export const threadMachine = threadSetup.createMachine({
         "summary.built": {},
         "summary.failed": {},
         "jobs.resume": {},
+        "outbox.published": {},
         "thread.deleted": {},
       },
     },
