@@ -5,6 +5,9 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     globalSetup: ["test/support/nats-global-setup.ts"],
+    // CI asks for a JSON report too, to print a plain "N passed, N failed" line.
+    reporters: process.env.VITEST_JSON ? ["default", "json"] : ["default"],
+    outputFile: process.env.VITEST_JSON ? { json: process.env.VITEST_JSON } : {},
     pool: "forks",
     maxWorkers: 2,
     projects: [

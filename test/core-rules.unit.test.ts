@@ -15,7 +15,12 @@ import {
 import type { CoreSettings } from "../shared/settings.ts";
 import { fakeSummary, makeMessage } from "./support/conversation.ts";
 
-const settings: CoreSettings = { line: 512, tail: [200, 400], outline: [2000, 4000], concurrency: 8 };
+const settings: CoreSettings = {
+  line: 512,
+  tail: [200, 400],
+  outline: [2000, 4000],
+  concurrency: 8,
+};
 
 const line = (id: number, n: number, bytes = 10): Line =>
   toLine({ level: Math.log2(n), index: id / n, text: "t".repeat(bytes), until: "" });
