@@ -24,7 +24,6 @@ const settings: CoreSettings = {
 
 const line = (id: number, n: number, bytes = 10): Line =>
   toLine({ level: Math.log2(n), index: id / n, text: "t".repeat(bytes), until: "" });
-const names = (lines: readonly NodeRef[]): string[] => lines.map(lineName);
 
 function append(state: ThreadState, message: Message): ThreadState {
   const { state: next, outcome } = appendMessage(state, message);
