@@ -28,6 +28,14 @@ export interface PromptInput {
   cutAt: string | null;
   /** The messages still whole, oldest first. */
   tail: readonly Message[];
+  /**
+   * Hard cap on the tail's estimated tokens. While summaries lag (an outage), cuts wait and the
+   * tail grows past tail[1]; past this cap the oldest whole messages are left out and the prompt
+   * says they are pending. Absent: no cap.
+   */
+  tailCap?: number | undefined;
+  /** Position of the first tail message (the boundary), to name pending messages. */
+  firstPosition?: number | undefined;
 }
 
 export interface OpenAIMessage {
@@ -56,6 +64,8 @@ export interface PromptStats {
   outlineBytes: number;
   tailTokens: number;
   lines: number;
+  /** Whole messages left out by the hard cap, waiting for their summaries. */
+  pending: number;
 }
 
 export interface Prompt<M> {
@@ -85,6 +95,24 @@ function shownTail(input: PromptInput): readonly Message[] {
   return input.tail.filter((m) => time(m.at) >= from);
 }
 
+/** How many of the oldest tail messages the hard cap leaves out (never the newest). */
+function overCap(tail: readonly Message[], cap: number | undefined): number {
+  if (cap === undefined) return 0;
+  let total = 0;
+  for (const m of tail) total += estimateMessageTokens(m);
+  let drop = 0;
+  while (total > cap && drop < tail.length - 1)
+    total -= estimateMessageTokens(tail[drop++] as Message);
+  return drop;
+}
+
+/** Says which messages are not in the prompt yet, and how to read them. */
+export function pendingNote(first: number, count: number): string {
+  const range =
+    count === 1 ? `message ${first} is` : `messages ${first} to ${first + count - 1} are`;
+  return `[${range} waiting to be summarized and not shown here; zoom(id, 1) reads one whole]`;
+}
+
 /** One message whole: the agent's own as assistant, everyone else's as user with the author. */
 export function wholeMessage(message: Message, agent: string, cutAt: string | null): OpenAIMessage {
   const own = message.from === agent;
@@ -103,26 +131,34 @@ function stats(
   lines: readonly PromptLine[],
   rendered: readonly string[],
   tail: readonly Message[],
+  pending: number,
 ): PromptStats {
   let outlineBytes = 0;
   for (const r of rendered) outlineBytes += utf8Bytes(r) + 1;
   let tailTokens = 0;
   for (const m of tail) tailTokens += estimateMessageTokens(m);
-  return { outlineBytes, tailTokens, lines: lines.length };
+  return { outlineBytes, tailTokens, lines: lines.length, pending };
 }
 
 /** SPEC §5 in OpenAI chat format: the outline as one user message, then the tail whole. */
 export function buildOpenAIPrompt(input: PromptInput): Prompt<OpenAIMessage> {
   const lines = shownLines(input);
-  const tail = shownTail(input);
+  const all = shownTail(input);
+  const pending = overCap(all, input.tailCap);
+  const tail = pending > 0 ? all.slice(pending) : all;
   const rendered = lines.map(renderPromptLine);
   const whole = tail.map((m) => wholeMessage(m, input.agent, input.cutAt));
-  if (rendered.length === 0) return { messages: whole, stats: stats(lines, rendered, tail) };
+  if (pending > 0) {
+    const first = (input.firstPosition ?? 0) + (input.tail.length - all.length);
+    whole.unshift({ role: "user", content: pendingNote(first, pending) });
+  }
+  const summary = stats(lines, rendered, tail, pending);
+  if (rendered.length === 0) return { messages: whole, stats: summary };
   const outline: OpenAIMessage = {
     role: "user",
     content: `${OUTLINE_HEADER}\n<chat>\n${rendered.join("\n")}\n</chat>`,
   };
-  return { messages: [outline, ...whole], stats: stats(lines, rendered, tail) };
+  return { messages: [outline, ...whole], stats: summary };
 }
 
 /**

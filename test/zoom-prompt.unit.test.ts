@@ -198,3 +198,43 @@ describe("prompt", () => {
     expect(blocks.map((b) => b.text).join("")).toBe(buildOpenAIPrompt(input).messages[0]?.content);
   });
 });
+
+describe("prompt under a summarizer outage", () => {
+  it("past the hard cap the oldest whole messages are left out and the prompt says they are pending", () => {
+    const tail = Array.from({ length: 10 }, (_, i) => msg(i, "Ana", { text: "x".repeat(400) }));
+    const uncapped = buildOpenAIPrompt({
+      agent: "north",
+      lines,
+      cutAt: null,
+      tail,
+      firstPosition: 50,
+    });
+    expect(uncapped.stats.pending).toBe(0);
+    const capped = buildOpenAIPrompt({
+      agent: "north",
+      lines,
+      cutAt: null,
+      tail,
+      tailCap: 450,
+      firstPosition: 50,
+    });
+    expect(capped.stats.tailTokens).toBeLessThanOrEqual(450);
+    expect(capped.stats.pending).toBe(6);
+    expect(capped.messages[1]?.content).toBe(
+      "[messages 50 to 55 are waiting to be summarized and not shown here; zoom(id, 1) reads one whole]",
+    );
+    expect(capped.messages.slice(2).map((m) => m.content)).toEqual(
+      uncapped.messages.slice(7).map((m) => m.content),
+    );
+    // The newest message always stays, however big.
+    const one = buildOpenAIPrompt({
+      agent: "north",
+      lines: [],
+      cutAt: null,
+      tail: tail.slice(0, 2),
+      tailCap: 1,
+    });
+    expect(one.stats.pending).toBe(1);
+    expect(one.messages.at(-1)?.content).toBe(`Ana: ${"x".repeat(400)}`);
+  });
+});
