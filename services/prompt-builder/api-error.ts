@@ -1,0 +1,30 @@
+/**
+ * What the API answers when a request cannot be served: an HTTP status, a stable code callers can
+ * branch on, and a message saying what was wrong and what to do. Both transports render it as
+ * `{ error: { code, message } }` (SPEC §8).
+ */
+export class ApiError extends Error {
+  override readonly name = "ApiError";
+  readonly status: number;
+  readonly code: string;
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+export interface ErrorBody {
+  error: { code: string; message: string };
+}
+
+export const errorBody = (err: ApiError): ErrorBody => ({
+  error: { code: err.code, message: err.message },
+});
+
+export const notFound = (thread: string): ApiError =>
+  new ApiError(
+    404,
+    "THREAD_NOT_FOUND",
+    `thread '${thread}' has no outline and no messages: check the thread id, or publish a message to it first`,
+  );

@@ -1,0 +1,224 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { bearerMatches } from "./access.ts";
+import { ApiError, errorBody } from "./api-error.ts";
+import type { Health } from "./health.ts";
+import { METRICS_CONTENT_TYPE, type ApiMetrics } from "./metrics.ts";
+import type { Operations } from "./operations.ts";
+import type { RawRequest } from "./requests.ts";
+
+/** Longest request target served; longer is a 414 (no query of ours comes close). */
+export const MAX_URL = 8_192;
+/** Node answers a bare 431 past its header limit; below it, our own JSON 414 applies. */
+const MAX_HEADER_BYTES = 64 * 1024;
+/** Our requests are GETs: a body is never read, and a large one is refused outright. */
+const MAX_BODY = 64 * 1024;
+
+const OPERATIONS = ["prompt", "zoom", "outline", "tools"] as const;
+type Operation = (typeof OPERATIONS)[number];
+
+export interface HttpOptions {
+  operations: Operations;
+  metrics: ApiMetrics;
+  health: Health;
+  /** Required as `Authorization: Bearer <token>` on every route but /healthz when set. */
+  token: string | undefined;
+  /** Where unexpected failures are reported (never the request's data). */
+  log?: (line: string) => void;
+}
+
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+) {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": String(Buffer.byteLength(text)),
+    "cache-control": "no-store",
+    ...headers,
+  });
+  res.end(text);
+}
+
+function sendError(res: ServerResponse, err: ApiError, headers: Record<string, string> = {}) {
+  send(res, err.status, errorBody(err), headers);
+}
+
+const ROUTES_HINT =
+  "routes: GET /threads/{thread}/prompt?agent=…&from=…&format=openai|anthropic, /threads/{thread}/zoom?id=…&n=…, /threads/{thread}/outline, /threads/{thread}/tools, /healthz, /metrics";
+
+type Route =
+  { kind: "healthz" } | { kind: "metrics" } | { kind: "thread"; op: Operation; raw: RawRequest };
+
+function route(target: string): Route {
+  let url: URL;
+  try {
+    url = new URL(target, "http://outline.invalid");
+  } catch {
+    throw new ApiError(400, "BAD_URL", `'${target.slice(0, 80)}' is not a valid request target`);
+  }
+  if (url.pathname === "/healthz") return { kind: "healthz" };
+  if (url.pathname === "/metrics") return { kind: "metrics" };
+  const parts = url.pathname.split("/");
+  if (parts.length === 4 && parts[0] === "" && parts[1] === "threads") {
+    const op = parts[3] as Operation;
+    if (OPERATIONS.includes(op)) {
+      let thread: string;
+      try {
+        thread = decodeURIComponent(parts[2] ?? "");
+      } catch {
+        throw new ApiError(
+          400,
+          "BAD_THREAD_ID",
+          `the thread id in '${url.pathname.slice(0, 160)}' is not valid percent-encoding: a thread id is 1–128 characters of A-Z, a-z, 0-9, '_' or '-'`,
+        );
+      }
+      const raw: Record<string, unknown> = {};
+      for (const [key, value] of url.searchParams) if (!(key in raw)) raw[key] = value;
+      // The path names the thread; a `thread` query parameter must not override it.
+      raw.thread = thread;
+      return { kind: "thread", op, raw };
+    }
+  }
+  throw new ApiError(
+    404,
+    "NO_SUCH_ROUTE",
+    `no route ${url.pathname.slice(0, 160)}; ${ROUTES_HINT}`,
+  );
+}
+
+/** The HTTP face of the prompt-builder (SPEC §8): routing, limits, auth and JSON errors only. */
+export function createHttpServer(options: HttpOptions): Server {
+  const log = options.log ?? ((line: string) => console.error(line));
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const target = req.url ?? "/";
+    if (target.length > MAX_URL) {
+      throw new ApiError(
+        414,
+        "URI_TOO_LONG",
+        `the request target is ${target.length} characters; at most ${MAX_URL} are served: send shorter arguments`,
+      );
+    }
+    const length = Number(req.headers["content-length"] ?? 0);
+    if (req.headers["transfer-encoding"] !== undefined || length > MAX_BODY) {
+      res.setHeader("connection", "close");
+      throw new ApiError(
+        413,
+        "BODY_TOO_LARGE",
+        `this API takes GET requests without a body (got ${req.headers["transfer-encoding"] ? "a chunked body" : `${length} bytes`}); send the arguments in the query string`,
+      );
+    }
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      res.setHeader("allow", "GET");
+      throw new ApiError(
+        405,
+        "METHOD_NOT_ALLOWED",
+        `${req.method} is not served: every route is GET; ${ROUTES_HINT}`,
+      );
+    }
+    const r = route(target);
+    if (r.kind === "healthz") {
+      const report = await options.health.check();
+      send(res, report.ok ? 200 : 503, report);
+      return;
+    }
+    if (options.token !== undefined && !bearerMatches(req.headers.authorization, options.token)) {
+      res.setHeader("www-authenticate", 'Bearer realm="outline"');
+      throw new ApiError(
+        401,
+        "UNAUTHORIZED",
+        "this API requires 'Authorization: Bearer <token>' with the token in OUTLINE_API_TOKEN",
+      );
+    }
+    if (r.kind === "metrics") {
+      const text = await options.metrics.render();
+      res.writeHead(200, { "content-type": METRICS_CONTENT_TYPE, "cache-control": "no-store" });
+      res.end(text);
+      return;
+    }
+    const started = performance.now();
+    let status = 200;
+    try {
+      send(res, 200, await options.operations[r.op](r.raw));
+    } catch (err) {
+      status = err instanceof ApiError ? err.status : 500;
+      throw err;
+    } finally {
+      options.metrics.observe(r.op, "http", status, (performance.now() - started) / 1000);
+    }
+  }
+
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, (req, res) => {
+    // Never read: a client's body is drained so the connection can serve the next request.
+    req.resume();
+    handle(req, res).catch((err: unknown) => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      if (err instanceof ApiError) {
+        sendError(res, err);
+        return;
+      }
+      log(
+        `prompt-builder: ${req.method} ${(req.url ?? "").slice(0, 200)} failed: ${(err as Error).stack ?? String(err)}`,
+      );
+      sendError(
+        res,
+        new ApiError(
+          500,
+          "INTERNAL",
+          `the prompt-builder failed: ${(err as Error).message}; see its log`,
+        ),
+      );
+    });
+  });
+
+  // Requests Node rejects before our handler (headers past the limit, malformed HTTP) still get
+  // a JSON error, then the connection is closed.
+  server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return socket.destroy();
+    const [status, code, message] =
+      err.code === "HPE_HEADER_OVERFLOW"
+        ? [
+            431,
+            "HEADERS_TOO_LARGE",
+            `request line and headers exceed ${MAX_HEADER_BYTES} bytes; send shorter arguments`,
+          ]
+        : [400, "BAD_HTTP", `the request is not valid HTTP/1.1 (${err.code ?? err.message})`];
+    const text = JSON.stringify(errorBody(new ApiError(status, code, message)));
+    const reason = status === 431 ? "Request Header Fields Too Large" : "Bad Request";
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+    );
+  });
+  return server;
+}
+
+/** Listens and resolves with the bound address; a taken port rejects with what to do. */
+export function listen(server: Server, host: string, port: number): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => {
+      reject(
+        err.code === "EADDRINUSE"
+          ? new Error(
+              `PORT: ${host}:${port} is already in use; stop what listens there or set PORT to a free port`,
+            )
+          : err.code === "EADDRNOTAVAIL"
+            ? new Error(
+                `HOST: ${host} is not an address of this machine; set HOST to one (e.g. 127.0.0.1)`,
+              )
+            : err,
+      );
+    };
+    server.once("error", onError);
+    server.listen(port, host, () => {
+      server.off("error", onError);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}

@@ -1,0 +1,67 @@
+import { loadSettings } from "../config/load.ts";
+import { connectNats, redactUrl } from "../nats/connect.ts";
+import { ensureTopology } from "../nats/topology.ts";
+import { apiToken } from "./access.ts";
+import { natsHealth } from "./health.ts";
+import { createHttpServer, listen } from "./http.ts";
+import { createMetrics } from "./metrics.ts";
+import { serveNatsApi } from "./nats-api.ts";
+import { createOperations } from "./operations.ts";
+import { createReader } from "./reader.ts";
+
+// Wiring only: settings → NATS → reader → operations → HTTP and NATS transports; drain on signal.
+const log = (line: string) => console.error(line);
+
+async function main(): Promise<void> {
+  const config = loadSettings();
+  for (const warning of config.warnings) log(`prompt-builder: warning: ${warning}`);
+  const { host, port } = config.settings;
+  const token = apiToken(host, config.values);
+  const url = config.settings.natsUrl ?? "nats://127.0.0.1:4222";
+  const nc = await connectNats({ url, name: "outline-prompt-builder", auth: config.auth });
+  try {
+    await ensureTopology(nc, config.names, { replicas: config.replicas });
+  } catch (err) {
+    // A least-privilege user may not create streams; the worker does, and reads retry until then.
+    log(
+      `prompt-builder: topology not checked (${(err as Error).message}); reads will wait for the worker to create it`,
+    );
+  }
+  const reader = createReader(nc, config.names);
+  const operations = createOperations(reader);
+  const metrics = createMetrics(nc, { workerSubject: `${config.names.apiPrefix}.metrics.worker` });
+  const natsApi = serveNatsApi(nc, config.names.apiPrefix, operations, metrics, log);
+  const server = createHttpServer({ operations, metrics, health: natsHealth(nc), token, log });
+  const address = await listen(server, host, port);
+  log(
+    `prompt-builder: HTTP on http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}${token ? " (bearer token required)" : ""}, NATS API on ${config.names.apiPrefix}.{prompt,zoom,outline,tools} at ${redactUrl(url)}`,
+  );
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log(`prompt-builder: ${signal}: draining`);
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    void Promise.all([closed, natsApi.drain()])
+      .then(() => nc.drain())
+      .then(
+        () => {
+          log("prompt-builder: stopped");
+          process.exit(0);
+        },
+        (err: unknown) => {
+          log(`prompt-builder: drain failed: ${(err as Error).message}`);
+          process.exit(1);
+        },
+      );
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+}
+
+main().catch((err: unknown) => {
+  log(`prompt-builder: ${(err as Error).message}`);
+  process.exit(1);
+});

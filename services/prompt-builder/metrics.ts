@@ -1,0 +1,65 @@
+import type { NatsConnection } from "@nats-io/transport-node";
+import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
+
+export type Transport = "http" | "nats";
+
+/** The prompt-builder's own metrics, and the worker's fetched over NATS for one /metrics page. */
+export interface ApiMetrics {
+  /** Records one answered request: which operation, over what, with which status. */
+  observe(op: string, transport: Transport, status: number, seconds: number): void;
+  /** Prometheus text: ours, then the worker's when one answers. */
+  render(): Promise<string>;
+}
+
+export interface MetricsOptions {
+  /** `<apiPrefix>.metrics.worker`: the worker answers it with its Prometheus text. */
+  workerSubject: string;
+  /** How long to wait for the worker; a scrape must not hang on a stopped worker. */
+  workerTimeoutMs?: number;
+}
+
+export function createMetrics(nc: NatsConnection, options: MetricsOptions): ApiMetrics {
+  // A registry of our own, not the global one: tests and the CLI may create several.
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: "outline_prompt_builder_" });
+  const requests = new Counter({
+    name: "outline_api_requests_total",
+    help: "Requests answered by the prompt-builder, by operation, transport and status",
+    labelNames: ["op", "transport", "status"] as const,
+    registers: [registry],
+  });
+  const latency = new Histogram({
+    name: "outline_api_request_seconds",
+    help: "Time to answer a request, by operation and transport",
+    labelNames: ["op", "transport"] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+
+  async function workerText(): Promise<string> {
+    try {
+      const reply = await nc.request(options.workerSubject, undefined, {
+        timeout: options.workerTimeoutMs ?? 1_000,
+      });
+      const text = reply.string();
+      return text.endsWith("\n") ? text : `${text}\n`;
+    } catch (err) {
+      // No worker running (or too slow) is normal while it restarts: say so in a comment.
+      const reason = (err as Error).message.replace(/\s+/g, " ");
+      return `# worker metrics unavailable on ${options.workerSubject}: ${reason}\n`;
+    }
+  }
+
+  return {
+    observe(op, transport, status, seconds) {
+      requests.inc({ op, transport, status: String(status) });
+      latency.observe({ op, transport }, seconds);
+    },
+    async render() {
+      const [ours, worker] = await Promise.all([registry.metrics(), workerText()]);
+      return `${ours.endsWith("\n") ? ours : `${ours}\n`}${worker}`;
+    },
+  };
+}
+
+export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;

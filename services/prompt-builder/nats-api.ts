@@ -1,0 +1,115 @@
+import { headers, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { ApiError, errorBody } from "./api-error.ts";
+import type { ApiMetrics } from "./metrics.ts";
+import type { Operations } from "./operations.ts";
+import type { RawRequest } from "./requests.ts";
+
+/** The operations served over NATS request/reply, each on `<apiPrefix>.<op>`. */
+export const NATS_OPERATIONS = ["prompt", "zoom", "outline", "tools"] as const;
+
+/** Bodies are a handful of arguments; anything near NATS' 1 MB payload is a mistake. */
+const MAX_REQUEST = 64 * 1024;
+
+/** Instances share requests through one queue group, so adding one adds capacity. */
+export const QUEUE_GROUP = "outline-prompt-builder";
+
+export interface NatsApi {
+  /** Stops taking requests and finishes those in flight. */
+  drain(): Promise<void>;
+}
+
+function parseBody(msg: Msg): RawRequest {
+  if (msg.data.length > MAX_REQUEST) {
+    throw new ApiError(
+      413,
+      "BODY_TOO_LARGE",
+      `the request is ${msg.data.length} bytes; at most ${MAX_REQUEST} are read`,
+    );
+  }
+  if (msg.data.length === 0) return {};
+  let body: unknown;
+  try {
+    body = msg.json();
+  } catch (err) {
+    throw new ApiError(
+      400,
+      "BAD_JSON",
+      `the request body is not JSON (${(err as Error).message}); send e.g. {"thread":"t1","agent":"north"}`,
+    );
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw new ApiError(
+      400,
+      "BAD_JSON",
+      `the request body must be a JSON object, e.g. {"thread":"t1","id":8,"n":4}`,
+    );
+  }
+  return body as RawRequest;
+}
+
+/**
+ * Serves `<apiPrefix>.prompt|zoom|outline|tools` with JSON bodies holding the same arguments as
+ * the HTTP query (plus `thread`). A reply is the same JSON as over HTTP; an error is
+ * `{ error: { code, message } }` with the HTTP status in the `Outline-Status` header.
+ */
+export function serveNatsApi(
+  nc: NatsConnection,
+  apiPrefix: string,
+  operations: Operations,
+  metrics: ApiMetrics,
+  log: (line: string) => void = (line) => console.error(line),
+): NatsApi {
+  const subs: Subscription[] = [];
+  const inflight = new Set<Promise<void>>();
+
+  async function answer(op: (typeof NATS_OPERATIONS)[number], msg: Msg): Promise<void> {
+    const started = performance.now();
+    let status = 200;
+    let body: unknown;
+    try {
+      body = await operations[op](parseBody(msg));
+    } catch (err) {
+      const apiError =
+        err instanceof ApiError
+          ? err
+          : new ApiError(
+              500,
+              "INTERNAL",
+              `the prompt-builder failed: ${(err as Error).message}; see its log`,
+            );
+      if (!(err instanceof ApiError))
+        log(`prompt-builder: NATS ${op} failed: ${(err as Error).stack ?? String(err)}`);
+      status = apiError.status;
+      body = errorBody(apiError);
+    }
+    metrics.observe(op, "nats", status, (performance.now() - started) / 1000);
+    if (!msg.reply) return;
+    const h = headers();
+    h.set("Outline-Status", String(status));
+    msg.respond(JSON.stringify(body), { headers: h });
+  }
+
+  for (const op of NATS_OPERATIONS) {
+    subs.push(
+      nc.subscribe(`${apiPrefix}.${op}`, {
+        queue: QUEUE_GROUP,
+        // Each request is answered on its own; a slow one must not hold up the next.
+        callback: (err, msg) => {
+          if (err) {
+            log(`prompt-builder: subscription ${apiPrefix}.${op} failed: ${err.message}`);
+            return;
+          }
+          const done = answer(op, msg).finally(() => inflight.delete(done));
+          inflight.add(done);
+        },
+      }),
+    );
+  }
+
+  return {
+    async drain() {
+      await Promise.all(subs.map((s) => s.drain()));
+      await Promise.allSettled([...inflight]);
+    },
+  };
+}

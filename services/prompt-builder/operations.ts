@@ -1,0 +1,308 @@
+import { ZoomError } from "../../shared/errors.ts";
+import type { Message } from "../../shared/events.ts";
+import type { NodeRef } from "../../shared/names.ts";
+import {
+  buildAnthropicPrompt,
+  buildOpenAIPrompt,
+  type AnthropicMessage,
+  type OpenAIMessage,
+  type PromptInput,
+  type PromptStats,
+} from "../../shared/prompt.ts";
+import type { OutlineSnapshot } from "../../shared/snapshot.ts";
+import { pageText, resolveZoom, type Page, type ZoomScope } from "../../shared/zoom.ts";
+import { ApiError, notFound } from "./api-error.ts";
+import type { StoredMessage, ThreadReader } from "./reader.ts";
+import { promptArgs, threadArg, zoomArgs, type RawRequest } from "./requests.ts";
+import { ZOOM_TOOL, type ToolDefinition } from "./tools.ts";
+
+export interface PromptReply {
+  messages: OpenAIMessage[] | AnthropicMessage[];
+  stats: PromptStats & {
+    /** Messages stored after the snapshot was written, included whole at the end. */
+    newerThanSnapshot: number;
+    /** CHAT sequence of the snapshot (0 when the thread has none yet). */
+    snapshotSeq: number;
+  };
+}
+
+export interface ZoomLine {
+  id: number;
+  n: number;
+  text: string;
+  until: string;
+}
+
+export interface ZoomMessage {
+  id: string;
+  position: number;
+  from: string;
+  to: string | undefined;
+  role: Message["role"];
+  at: string;
+  text: string;
+  steps?: unknown[];
+}
+
+export type ZoomReply =
+  { lines: ZoomLine[] } | { message: ZoomMessage; page: Page["page"]; note?: string };
+
+/** The prompt-builder's operations, free of any transport: HTTP and NATS both call these. */
+export interface Operations {
+  prompt(raw: RawRequest): Promise<PromptReply>;
+  zoom(raw: RawRequest): Promise<ZoomReply>;
+  outline(raw: RawRequest): Promise<OutlineSnapshot>;
+  tools(raw: RawRequest): Promise<ToolDefinition>;
+}
+
+export interface OperationsOptions {
+  /**
+   * Most messages read past the snapshot for one request. The worker writes snapshots within
+   * moments, so more means it is down or far behind: we answer 503 rather than read without end.
+   */
+  maxNewer?: number;
+}
+
+export const DEFAULT_MAX_NEWER = 10_000;
+
+/** A thread as one request sees it: the snapshot, and every message whole after its outline. */
+interface ThreadView {
+  snapshot: OutlineSnapshot | undefined;
+  /** Messages [boundary, …): the snapshot's tail, then those stored after it. */
+  whole: StoredMessage[];
+  newer: number;
+}
+
+const asRef = (line: { id: number; n: number }): NodeRef => ({
+  level: Math.log2(line.n),
+  index: line.id / line.n,
+});
+
+function missing(what: string, thread: string): ApiError {
+  return new ApiError(
+    503,
+    "STATE_MISSING",
+    `${what} of thread '${thread}' is not in NATS although the snapshot names it: the thread may have been deleted meanwhile or the worker is still publishing; retry, and if it persists rebuild with 'outline replay --thread ${thread}'`,
+  );
+}
+
+// Ids already whole in the snapshot, and repeats past the dedupe window, are not new messages:
+// the worker applies a message id once.
+function dedupe(known: Iterable<string>, newer: StoredMessage[]): StoredMessage[] {
+  const seen = new Set(known);
+  const out: StoredMessage[] = [];
+  for (const m of newer) {
+    if (seen.has(m.message.id)) continue;
+    seen.add(m.message.id);
+    out.push(m);
+  }
+  return out;
+}
+
+export function createOperations(
+  reader: ThreadReader,
+  options: OperationsOptions = {},
+): Operations {
+  const maxNewer = options.maxNewer ?? DEFAULT_MAX_NEWER;
+
+  async function newerThan(
+    thread: string,
+    snapshot: OutlineSnapshot | undefined,
+    lastSeq: number,
+  ): Promise<StoredMessage[]> {
+    const after = snapshot?.seq ?? 0;
+    const read = await reader.messagesAfter(thread, after, lastSeq, maxNewer);
+    return dedupe(snapshot?.tail ?? [], read);
+  }
+
+  async function tailOf(thread: string, snapshot: OutlineSnapshot): Promise<StoredMessage[]> {
+    const read = await Promise.all(snapshot.tailSeqs.map((seq) => reader.messageAt(thread, seq)));
+    const out: StoredMessage[] = [];
+    for (const [i, m] of read.entries()) {
+      if (!m) throw missing(`tail message seq ${snapshot.tailSeqs[i]}`, thread);
+      out.push(m);
+    }
+    return out;
+  }
+
+  async function view(thread: string): Promise<ThreadView> {
+    const [snapshot, lastSeq] = await Promise.all([
+      reader.snapshot(thread),
+      reader.lastMessageSeq(thread),
+    ]);
+    if (!snapshot && lastSeq === 0) throw notFound(thread);
+    const [tail, newer] = await Promise.all([
+      snapshot ? tailOf(thread, snapshot) : Promise.resolve([]),
+      newerThan(thread, snapshot, lastSeq),
+    ]);
+    return { snapshot, whole: [...tail, ...newer], newer: newer.length };
+  }
+
+  async function zoomMessage(
+    thread: string,
+    snapshot: OutlineSnapshot | undefined,
+    position: number,
+    newer: () => Promise<StoredMessage[]>,
+  ): Promise<StoredMessage> {
+    const boundary = snapshot?.boundary ?? 0;
+    const count = snapshot?.count ?? 0;
+    if (snapshot && position < boundary) {
+      // In the outline: its leaf names where the message is stored (two reads, no scan).
+      const leaf = await reader.node(thread, 0, position);
+      if (!leaf) throw missing(`the leaf of message ${position}`, thread);
+      if (!leaf.message) {
+        throw new ApiError(
+          502,
+          "LEAF_WITHOUT_SOURCE",
+          `the HISTORY leaf of message ${position} of '${thread}' does not name its source message; rebuild the thread with 'outline replay --thread ${thread}'`,
+        );
+      }
+      const stored = await reader.messageAt(thread, leaf.message.seq);
+      if (!stored || stored.message.id !== leaf.message.id) {
+        throw missing(
+          `message ${position} (id ${leaf.message.id}, seq ${leaf.message.seq})`,
+          thread,
+        );
+      }
+      return stored;
+    }
+    if (snapshot && position < count) {
+      const seq = snapshot.tailSeqs[position - boundary];
+      const stored = seq === undefined ? undefined : await reader.messageAt(thread, seq);
+      if (!stored) throw missing(`tail message ${position}`, thread);
+      return stored;
+    }
+    const later = (await newer())[position - count];
+    if (!later) throw missing(`message ${position}`, thread);
+    return later;
+  }
+
+  return {
+    async prompt(raw) {
+      const args = promptArgs(raw);
+      const { snapshot, whole, newer } = await view(args.thread);
+      const input: PromptInput = {
+        agent: args.agent,
+        from: args.from,
+        lines: snapshot?.lines ?? [],
+        cutAt: snapshot?.cutAt ?? null,
+        tail: whole.map((m) => m.message),
+      };
+      const built =
+        args.format === "anthropic" ? buildAnthropicPrompt(input) : buildOpenAIPrompt(input);
+      return {
+        messages: built.messages,
+        stats: { ...built.stats, newerThanSnapshot: newer, snapshotSeq: snapshot?.seq ?? 0 },
+      };
+    },
+
+    async zoom(raw) {
+      const args = zoomArgs(raw);
+      const thread = args.thread;
+      const snapshot = await reader.snapshot(thread);
+      let newerRead: Promise<StoredMessage[]> | undefined;
+      const newer = () =>
+        (newerRead ??= reader
+          .lastMessageSeq(thread)
+          .then((last) => newerThan(thread, snapshot, last)));
+      // A thread without a snapshot is all tail: its messages decide whether it exists.
+      const initial = snapshot ? snapshot.count : (await newer()).length;
+      if (!snapshot && initial === 0) throw notFound(thread);
+      const scope: ZoomScope = {
+        outline: (snapshot?.lines ?? []).map(asRef),
+        boundary: snapshot?.boundary ?? 0,
+        count: initial,
+      };
+      const resolve = async () => {
+        try {
+          return resolveZoom(scope, args);
+        } catch (err) {
+          // Past the snapshot's end: the message may have been stored since; count those too.
+          if (!snapshot || !(err instanceof ZoomError) || err.code !== "ID_PAST_END") throw err;
+          const later = await newer();
+          return resolveZoom({ ...scope, count: scope.count + later.length }, args);
+        }
+      };
+      let target;
+      try {
+        target = await resolve();
+      } catch (err) {
+        if (err instanceof ZoomError) throw new ApiError(400, err.code, err.message);
+        throw err;
+      }
+      if (target.kind === "lines") {
+        const nodes = await Promise.all(
+          target.nodes.map((n) => reader.node(thread, n.level, n.index)),
+        );
+        return {
+          lines: nodes.map((node, i) => {
+            const ref = target.nodes[i] as NodeRef;
+            if (!node) throw missing(`node ${ref.level}:${ref.index}`, thread);
+            return {
+              id: ref.index * 2 ** ref.level,
+              n: 2 ** ref.level,
+              text: node.text,
+              until: node.until,
+            };
+          }),
+        };
+      }
+      const { message } = await zoomMessage(thread, snapshot, target.position, newer);
+      const explicit = args.offset !== undefined || args.limit !== undefined;
+      let page: Page;
+      try {
+        page = pageText(message.text, target.offset, target.limit, explicit);
+      } catch (err) {
+        if (err instanceof ZoomError) throw new ApiError(400, err.code, err.message);
+        throw err;
+      }
+      const out: ZoomMessage = {
+        id: message.id,
+        position: target.position,
+        from: message.from,
+        to: message.to,
+        role: message.role,
+        at: message.at,
+        text: page.text,
+      };
+      if (message.steps !== undefined && message.steps.length > 0) out.steps = message.steps;
+      return page.note === undefined
+        ? { message: out, page: page.page }
+        : { message: out, page: page.page, note: page.note };
+    },
+
+    async outline(raw) {
+      const thread = threadArg(raw);
+      const snapshot = await reader.snapshot(thread);
+      if (snapshot) return snapshot;
+      // No snapshot yet (the worker has not written one): the thread is all tail, never cut.
+      const { whole } = await view(thread);
+      const last = whole.at(-1);
+      return {
+        thread,
+        count: whole.length,
+        boundary: 0,
+        since: whole[0]?.message.at ?? null,
+        cutAt: null,
+        complete: true,
+        bytes: 0,
+        seq: last?.seq ?? 0,
+        lines: [],
+        tail: whole.map((m) => m.message.id),
+        tailSeqs: whole.map((m) => m.seq),
+        pending: { jobs: 0, cuts: 0, merging: false },
+      };
+    },
+
+    async tools(raw) {
+      const thread = threadArg(raw);
+      // The tool is the same for every thread; an unknown thread still answers 404 like the rest.
+      const [snapshot, lastSeq] = await Promise.all([
+        reader.snapshot(thread),
+        reader.lastMessageSeq(thread),
+      ]);
+      if (!snapshot && lastSeq === 0) throw notFound(thread);
+      return ZOOM_TOOL;
+    },
+  };
+}

@@ -1,0 +1,239 @@
+import {
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { messageCreatedSchema, type Message } from "../../shared/events.ts";
+import { summaryEventSchema, type SummaryEvent } from "../../shared/history.ts";
+import type { OutlineSnapshot } from "../../shared/snapshot.ts";
+import type { InfraNames } from "../config/names.ts";
+import { subjects, type Subjects } from "../nats/subjects.ts";
+import { ApiError } from "./api-error.ts";
+
+/** A chat message as stored: the event and the CHAT stream sequence it sits at. */
+export interface StoredMessage {
+  message: Message;
+  seq: number;
+}
+
+/**
+ * Bounded reads of one thread's state in NATS: never a scan of a stream. Every read is a direct
+ * get (one request) except `messagesAfter`, which reads only the thread's messages past a
+ * sequence and stops at a limit.
+ */
+export interface ThreadReader {
+  /** The KV snapshot (SPEC §8), or undefined when the thread has none (yet, or any more). */
+  snapshot(thread: string): Promise<OutlineSnapshot | undefined>;
+  /** The CHAT sequence of the thread's newest message.created, or 0 when it has none. */
+  lastMessageSeq(thread: string): Promise<number>;
+  /** One message by CHAT sequence; undefined when it is gone or is not this thread's message. */
+  messageAt(thread: string, seq: number): Promise<StoredMessage | undefined>;
+  /**
+   * The thread's valid messages stored after `afterSeq` up to `untilSeq`, oldest first, read
+   * through an ordered consumer filtered on the thread's subject. More than `max` throws an
+   * ApiError (503): the caller would otherwise hold an unbounded list.
+   */
+  messagesAfter(
+    thread: string,
+    afterSeq: number,
+    untilSeq: number,
+    max: number,
+  ): Promise<StoredMessage[]>;
+  /** One summary node from HISTORY (last by subject), or undefined when it was not published. */
+  node(thread: string, level: number, index: number): Promise<SummaryEvent | undefined>;
+}
+
+export interface ReaderOptions {
+  /** How long one fetch of newer messages waits for the server; the total is bounded by `max`. */
+  fetchExpiresMs?: number;
+}
+
+// The snapshot bucket is opened (not created) on first use and again after a failure: the
+// prompt-builder may start before the worker has created the topology, and its NATS user may
+// not be allowed to create streams at all.
+function lazyBucket(nc: NatsConnection, bucket: string): () => Promise<KV> {
+  let opening: Promise<KV> | undefined;
+  return () => {
+    opening ??= new Kvm(jetstream(nc)).open(bucket).catch((err: unknown) => {
+      opening = undefined;
+      throw new ApiError(
+        503,
+        "BUCKET_UNAVAILABLE",
+        `cannot open the snapshot bucket '${bucket}' (OUTLINE_KV_BUCKET): ${(err as Error).message}; start the thread worker, which creates it, or check the NATS user's permissions`,
+      );
+    });
+    return opening;
+  };
+}
+
+function storeError(what: string, err: unknown): ApiError {
+  return new ApiError(
+    503,
+    "NATS_READ_FAILED",
+    `reading ${what} from NATS failed: ${(err as Error).message}; check that NATS is up (GET /healthz) and retry`,
+  );
+}
+
+function parseMessage(
+  subject: string,
+  seq: number,
+  json: () => unknown,
+  thread: string,
+  expected: string,
+): StoredMessage | undefined {
+  if (subject !== expected) return undefined;
+  let body: unknown;
+  try {
+    body = json();
+  } catch {
+    return undefined;
+  }
+  // The worker dead-letters what does not validate, so it is no part of the thread.
+  const parsed = messageCreatedSchema.safeParse(body);
+  if (!parsed.success || parsed.data.thread !== thread) return undefined;
+  return { message: parsed.data, seq };
+}
+
+export function createReader(
+  nc: NatsConnection,
+  names: InfraNames,
+  options: ReaderOptions = {},
+): ThreadReader {
+  const s: Subjects = subjects(names);
+  const bucket = lazyBucket(nc, names.kvBucket);
+  let manager: Promise<JetStreamManager> | undefined;
+  const jsm = (): Promise<JetStreamManager> => {
+    manager ??= jetstreamManager(nc).catch((err: unknown) => {
+      manager = undefined;
+      throw storeError("JetStream", err);
+    });
+    return manager;
+  };
+  const direct = async (
+    stream: string,
+    query: Parameters<JetStreamManager["direct"]["getMessage"]>[1],
+    what: string,
+  ) => {
+    try {
+      return await (await jsm()).direct.getMessage(stream, query);
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      throw storeError(what, err);
+    }
+  };
+
+  return {
+    async snapshot(thread) {
+      const kv = await bucket();
+      let entry;
+      try {
+        entry = await kv.get(thread);
+      } catch (err) {
+        throw storeError(`the snapshot of '${thread}'`, err);
+      }
+      if (!entry || entry.operation !== "PUT" || entry.length === 0) return undefined;
+      try {
+        return entry.json<OutlineSnapshot>();
+      } catch (err) {
+        throw new ApiError(
+          502,
+          "BAD_SNAPSHOT",
+          `the snapshot of '${thread}' in bucket '${names.kvBucket}' is not JSON (${(err as Error).message}); rebuild it with 'outline replay --thread ${thread}'`,
+        );
+      }
+    },
+
+    async lastMessageSeq(thread) {
+      const sm = await direct(
+        names.chatStream,
+        { last_by_subj: s.messageCreated(thread) },
+        `the newest message of '${thread}'`,
+      );
+      return sm?.seq ?? 0;
+    },
+
+    async messageAt(thread, seq) {
+      const sm = await direct(names.chatStream, { seq }, `message seq ${seq} of '${thread}'`);
+      if (!sm) return undefined;
+      return parseMessage(sm.subject, sm.seq, () => sm.json(), thread, s.messageCreated(thread));
+    },
+
+    async messagesAfter(thread, afterSeq, untilSeq, max) {
+      if (untilSeq <= afterSeq) return [];
+      const out: StoredMessage[] = [];
+      let consumer: Awaited<ReturnType<ReturnType<typeof jetstream>["consumers"]["get"]>>;
+      try {
+        consumer = await jetstream(nc).consumers.get(names.chatStream, {
+          filter_subjects: s.messageCreated(thread),
+          deliver_policy: DeliverPolicy.StartSequence,
+          opt_start_seq: afterSeq + 1,
+        });
+      } catch (err) {
+        throw storeError(`the messages of '${thread}' after seq ${afterSeq}`, err);
+      }
+      try {
+        let read = 0;
+        let last = afterSeq;
+        while (last < untilSeq) {
+          const batch = await consumer.fetch({
+            max_messages: Math.min(256, max + 1 - read),
+            expires: options.fetchExpiresMs ?? 2_000,
+          });
+          let got = 0;
+          for await (const m of batch) {
+            got += 1;
+            read += 1;
+            last = m.seq;
+            if (read > max || m.seq > untilSeq) break;
+            const parsed = parseMessage(m.subject, m.seq, () => m.json(), thread, m.subject);
+            if (parsed) out.push(parsed);
+            if (m.seq === untilSeq) break;
+          }
+          if (read > max) {
+            throw new ApiError(
+              503,
+              "SNAPSHOT_BEHIND",
+              `thread '${thread}' has more than ${max} messages newer than its snapshot: the thread worker is behind or not running; start it or wait for it to catch up, then retry`,
+            );
+          }
+          // Nothing came although the newest message is further on: it was purged meanwhile.
+          if (got === 0) break;
+        }
+      } catch (err) {
+        if (err instanceof ApiError) throw err;
+        throw storeError(`the messages of '${thread}' after seq ${afterSeq}`, err);
+      } finally {
+        // Ordered consumers are ephemeral and expire anyway; deleting now frees the server early.
+        await consumer.delete().catch(() => undefined);
+      }
+      return out;
+    },
+
+    async node(thread, level, index) {
+      const sm = await direct(
+        names.historyStream,
+        { last_by_subj: s.historyNode(thread, level, index) },
+        `node ${level}:${index} of '${thread}'`,
+      );
+      if (!sm) return undefined;
+      let body: unknown;
+      try {
+        body = sm.json();
+      } catch {
+        body = undefined;
+      }
+      const parsed = summaryEventSchema.safeParse(body);
+      if (!parsed.success) {
+        throw new ApiError(
+          502,
+          "BAD_NODE",
+          `HISTORY holds an invalid event for node ${level}:${index} of '${thread}' (seq ${sm.seq}); rebuild the thread with 'outline replay --thread ${thread} --resummarize'`,
+        );
+      }
+      return parsed.data;
+    },
+  };
+}

@@ -1,0 +1,99 @@
+import { z } from "zod";
+import { THREAD_ID } from "../../shared/events.ts";
+import { ApiError } from "./api-error.ts";
+
+/**
+ * The arguments of each operation, checked the same way whichever transport brought them: HTTP
+ * query strings give strings, NATS JSON bodies may give numbers. A bad argument is a 400 that
+ * names the argument and what to send instead.
+ */
+export type RawRequest = Readonly<Record<string, unknown>>;
+
+export type PromptFormat = "openai" | "anthropic";
+
+export interface PromptArgs {
+  thread: string;
+  agent: string;
+  from: string | undefined;
+  format: PromptFormat;
+}
+
+export interface ZoomRequestArgs {
+  thread: string;
+  id: number;
+  n: number;
+  offset: number | undefined;
+  limit: number | undefined;
+}
+
+const isoTime = z.iso.datetime({ offset: true });
+
+function bad(code: string, message: string): ApiError {
+  return new ApiError(400, code, message);
+}
+
+function shown(value: unknown): string {
+  const text = typeof value === "string" ? value : JSON.stringify(value);
+  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
+}
+
+function optionalString(raw: RawRequest, key: string): string | undefined {
+  const value = raw[key];
+  if (value === undefined || value === null || value === "") return undefined;
+  if (typeof value !== "string") {
+    throw bad("BAD_ARGUMENT", `${key} must be a string, got ${shown(value)}`);
+  }
+  return value;
+}
+
+export function threadArg(raw: RawRequest): string {
+  const value = raw.thread;
+  if (typeof value !== "string" || !THREAD_ID.test(value)) {
+    throw bad(
+      "BAD_THREAD_ID",
+      `thread id ${value === undefined ? "is missing" : `'${shown(value)}' is invalid`}: a thread id is 1–128 characters of A-Z, a-z, 0-9, '_' or '-'`,
+    );
+  }
+  return value;
+}
+
+// Integers only; the rules about their values (≥ 0, power of two, …) are the core's zoom rules,
+// which name the rule broken.
+function integer(raw: RawRequest, key: string): number | undefined {
+  const value = raw[key];
+  if (value === undefined || value === null || value === "") return undefined;
+  if (typeof value === "number" && Number.isInteger(value)) return value;
+  if (typeof value === "string" && /^-?\d{1,20}$/.test(value)) return Number(value);
+  throw bad("NOT_A_NUMBER", `${key} must be a whole number, got '${shown(value)}'`);
+}
+
+export function promptArgs(raw: RawRequest): PromptArgs {
+  const thread = threadArg(raw);
+  const agent = optionalString(raw, "agent") ?? "";
+  if (agent.length > 256) throw bad("BAD_AGENT", "agent is at most 256 characters");
+  const from = optionalString(raw, "from");
+  if (from !== undefined && !isoTime.safeParse(from).success) {
+    throw bad(
+      "BAD_FROM",
+      `from must be an ISO-8601 date-time with an offset, e.g. 2026-11-30T08:15:00Z; got '${shown(from)}'`,
+    );
+  }
+  const format = optionalString(raw, "format") ?? "openai";
+  if (format !== "openai" && format !== "anthropic") {
+    throw bad("BAD_FORMAT", `format must be 'openai' or 'anthropic', got '${shown(format)}'`);
+  }
+  return { thread, agent, from, format };
+}
+
+export function zoomArgs(raw: RawRequest): ZoomRequestArgs {
+  const thread = threadArg(raw);
+  const id = integer(raw, "id");
+  const n = integer(raw, "n");
+  if (id === undefined || n === undefined) {
+    throw bad(
+      "MISSING_ARGUMENT",
+      `zoom needs id and n, e.g. id=8&n=4 to open line 8+4, or id=9&n=1 for message 9 whole`,
+    );
+  }
+  return { thread, id, n, offset: integer(raw, "offset"), limit: integer(raw, "limit") };
+}

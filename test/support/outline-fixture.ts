@@ -1,0 +1,126 @@
+import { randomBytes } from "node:crypto";
+import type { JetStreamClient } from "@nats-io/jetstream";
+import type { KV } from "@nats-io/kv";
+import { cutToBytes, utf8Bytes } from "../../shared/bytes.ts";
+import { jobFor } from "../../shared/context.ts";
+import type { Message } from "../../shared/events.ts";
+import type { SummaryEvent } from "../../shared/history.ts";
+import type { CoreSettings } from "../../shared/settings.ts";
+import { toSnapshot } from "../../shared/snapshot.ts";
+import {
+  appendMessage,
+  initialThreadState,
+  outboxPublished,
+  summaryBuilt,
+  takeJobs,
+  type ThreadState,
+} from "../../shared/thread.ts";
+import type { InfraNames } from "../../services/config/names.ts";
+import { subjects } from "../../services/nats/subjects.ts";
+import { fakeSummary } from "./conversation.ts";
+
+/** Stream, subject and bucket names no other test uses, so tests share one nats-server. */
+export function uniqueNames(): InfraNames {
+  const u = randomBytes(4).toString("hex");
+  return {
+    chatStream: `CHAT_${u}`,
+    chatPrefix: `chat_${u}`,
+    historyStream: `HISTORY_${u}`,
+    historyPrefix: `history_${u}`,
+    deadStream: `DEAD_${u}`,
+    deadSubject: `dead_${u}`,
+    kvBucket: `outline_${u}`,
+    apiPrefix: `api_${u}`,
+    workerDurable: `worker_${u}`,
+  };
+}
+
+/** Publishes messages to CHAT as the platform does (Nats-Msg-Id = id); returns their sequences. */
+export async function publishMessages(
+  js: JetStreamClient,
+  names: InfraNames,
+  messages: readonly Message[],
+): Promise<{ message: Message; seq: number }[]> {
+  const s = subjects(names);
+  const out: { message: Message; seq: number }[] = [];
+  for (const message of messages) {
+    const ack = await js.publish(s.messageCreated(message.thread), JSON.stringify(message), {
+      msgID: message.id,
+    });
+    out.push({ message, seq: ack.seq });
+  }
+  return out;
+}
+
+/**
+ * What the worker would have produced for a log, without a worker: the pure core replays it with
+ * the fake summarizer, and every node it builds (free or "model") is kept as a HISTORY event.
+ */
+export function replayWithNodes(
+  thread: string,
+  settings: CoreSettings,
+  log: readonly { message: Message; seq: number }[],
+): { state: ThreadState; nodes: SummaryEvent[] } {
+  let s = initialThreadState(thread, settings);
+  const limit = Math.floor(settings.line * 1.25);
+  const nodes = new Map<string, SummaryEvent>();
+  const keep = (e: SummaryEvent) => nodes.set(`${e.level}:${e.index}`, e);
+  const untilOf = (level: number, index: number) =>
+    nodes.get(`${level - 1}:${index * 2 + 1}`)?.until;
+  for (const { message, seq } of log) {
+    s = appendMessage(s, message, seq).state;
+    for (;;) {
+      for (const free of s.outbox) {
+        keep({
+          thread,
+          level: free.level,
+          index: free.index,
+          text: free.text,
+          until: free.until,
+          by: "free",
+          ...(free.message ? { message: free.message } : {}),
+        });
+      }
+      s = outboxPublished(s, s.outbox.length);
+      const taken = takeJobs(s, Number.MAX_SAFE_INTEGER);
+      if (taken.started.length === 0) break;
+      s = taken.state;
+      for (const ref of taken.started) {
+        const job = jobFor(s, ref);
+        const text = fakeSummary(job);
+        const until = job.kind === "leaf" ? job.message.at : untilOf(ref.level, ref.index);
+        if (until === undefined)
+          throw new Error(`no right child recorded for ${ref.level}:${ref.index}`);
+        s = summaryBuilt(s, ref, text).state;
+        keep({
+          thread,
+          level: ref.level,
+          index: ref.index,
+          // The core caps an over-long text; HISTORY holds what the outline uses.
+          text: utf8Bytes(text) > limit ? cutToBytes(text, limit) : text,
+          until,
+          by: "fake",
+          ...(job.kind === "leaf" ? { message: { id: job.message.id, seq: job.seq } } : {}),
+        });
+      }
+    }
+  }
+  return { state: s, nodes: [...nodes.values()] };
+}
+
+/** Writes what the worker writes: every node to HISTORY, then the snapshot to KV. */
+export async function publishState(
+  js: JetStreamClient,
+  kv: KV,
+  names: InfraNames,
+  state: ThreadState,
+  nodes: readonly SummaryEvent[],
+): Promise<void> {
+  const s = subjects(names);
+  for (const node of nodes) {
+    await js.publish(s.historyNode(node.thread, node.level, node.index), JSON.stringify(node), {
+      msgID: s.historyMsgId(node.thread, node.level, node.index),
+    });
+  }
+  await kv.put(state.thread, JSON.stringify(toSnapshot(state)));
+}
