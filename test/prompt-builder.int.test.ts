@@ -256,6 +256,18 @@ describe("GET /threads/{t}/prompt", () => {
     expect(r.body.messages.slice(1)).toEqual(openai.body.messages.slice(1));
   });
 
+  it("leaves the oldest whole messages out past the tail cap, with a note naming them", async () => {
+    const capped = await createOperations(createReader(nc, names), { tailCap: 300 }).prompt({
+      thread,
+      agent: "north",
+    });
+    const pending = (capped.stats as { pending: number }).pending;
+    expect(pending).toBeGreaterThan(0);
+    const note = (capped.messages[1] as OpenAIMessage).content;
+    expect(note).toContain(`${state.boundary} to ${state.boundary + pending - 1}`);
+    expect(capped.messages.at(-1)).toMatchObject({ content: `Ana: ${messages[N - 1]?.text}` });
+  });
+
   it("gives a thread without a snapshot all its messages whole", async () => {
     const fresh = `${thread}-fresh`;
     const few = conversation(fresh, 3);

@@ -28,7 +28,9 @@ async function main(): Promise<void> {
     );
   }
   const reader = createReader(nc, config.names);
-  const operations = createOperations(reader);
+  // Twice the tail's high mark: a tail that large means summaries lag (cuts are waiting), and a
+  // prompt must stay sendable meanwhile.
+  const operations = createOperations(reader, { tailCap: 2 * config.settings.tail[1] });
   const metrics = createMetrics(nc, { workerSubject: `${config.names.apiPrefix}.metrics.worker` });
   const natsApi = serveNatsApi(nc, config.names.apiPrefix, operations, metrics, log);
   const server = createHttpServer({ operations, metrics, health: natsHealth(nc), token, log });

@@ -61,6 +61,11 @@ export interface OperationsOptions {
    * moments, so more means it is down or far behind: we answer 503 rather than read without end.
    */
   maxNewer?: number;
+  /**
+   * Hard cap on the whole messages' estimated tokens (the core's `tailCap`): while summaries lag,
+   * cuts wait and the tail outgrows tail[1]; past this the oldest are left out with a note.
+   */
+  tailCap?: number | undefined;
 }
 
 export const DEFAULT_MAX_NEWER = 10_000;
@@ -187,6 +192,8 @@ export function createOperations(
         lines: snapshot?.lines ?? [],
         cutAt: snapshot?.cutAt ?? null,
         tail: whole.map((m) => m.message),
+        tailCap: options.tailCap,
+        firstPosition: snapshot?.boundary ?? 0,
       };
       const built =
         args.format === "anthropic" ? buildAnthropicPrompt(input) : buildOpenAIPrompt(input);
