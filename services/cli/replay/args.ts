@@ -1,0 +1,97 @@
+/** What `outline replay` was asked to do. */
+export interface ReplayArgs {
+  /** One thread, or undefined with `all`. */
+  thread: string | undefined;
+  all: boolean;
+  verify: boolean;
+  /** Write the rebuilt snapshots into this bucket instead of only comparing. */
+  into: string | undefined;
+  resummarize: boolean;
+  help: boolean;
+  /** Passed through to loadSettings (it reads `--config` itself). */
+  config: string | undefined;
+}
+
+export const REPLAY_USAGE = `usage: outline replay (--thread T | --all) [--verify] [--into BUCKET] [--resummarize] [--config FILE]
+
+Rebuilds outlines from the CHAT and HISTORY streams with zero model calls, using the same
+settings as the worker (HISTORY_*, OUTLINE_*, NATS_URL, or the config file).
+
+  --thread T       rebuild one thread
+  --all            rebuild every thread in CHAT
+  --verify         compare each rebuilt snapshot with the one stored in the KV bucket, print each
+                   difference; exit code 1 when any thread differs
+  --into BUCKET    write the rebuilt snapshots into BUCKET (created if needed); the live bucket
+                   is left untouched
+  --resummarize    when a node is missing from HISTORY, build it with the configured summarizer
+                   (HISTORY_SUMMARIZER) and publish it, instead of stopping with an error
+
+exit codes: 0 rebuilt (and all matched), 1 a snapshot differs, 2 an error stopped the replay`;
+
+/** A command line that cannot work; the message says what to write instead. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+function value(argv: readonly string[], i: number, flag: string, example: string): string {
+  const next = argv[i + 1];
+  if (next === undefined || next.startsWith("--")) {
+    throw new UsageError(`${flag} needs a value, e.g. ${flag} ${example}`);
+  }
+  return next;
+}
+
+export function parseReplayArgs(argv: readonly string[]): ReplayArgs {
+  const args: ReplayArgs = {
+    thread: undefined,
+    all: false,
+    verify: false,
+    into: undefined,
+    resummarize: false,
+    help: false,
+    config: undefined,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    const [flag, inline] = arg.startsWith("--") && arg.includes("=") ? arg.split(/=(.*)/s) : [arg];
+    const take = (example: string): string => {
+      if (inline !== undefined) return inline;
+      const v = value(argv, i, flag as string, example);
+      i += 1;
+      return v;
+    };
+    switch (flag) {
+      case "--thread":
+        args.thread = take("support-42");
+        break;
+      case "--all":
+        args.all = true;
+        break;
+      case "--verify":
+        args.verify = true;
+        break;
+      case "--into":
+        args.into = take("outline-rebuilt");
+        break;
+      case "--resummarize":
+        args.resummarize = true;
+        break;
+      case "--config":
+        args.config = take("outline.config.json");
+        break;
+      case "--help":
+      case "-h":
+        args.help = true;
+        break;
+      default:
+        throw new UsageError(`unknown argument '${arg}'; see 'outline replay --help'`);
+    }
+  }
+  if (args.help) return args;
+  if (args.all === (args.thread !== undefined)) {
+    throw new UsageError(
+      "say which threads to rebuild: --thread T for one, or --all for every thread (not both)",
+    );
+  }
+  return args;
+}

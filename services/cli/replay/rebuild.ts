@@ -1,0 +1,85 @@
+import type { Message } from "../../../shared/events.ts";
+import type { SummaryJob } from "../../../shared/jobs.ts";
+import { nodeKey } from "../../../shared/names.ts";
+import { answerAll } from "../../../shared/replay.ts";
+import type { CoreSettings } from "../../../shared/settings.ts";
+import {
+  appendMessage,
+  deleteThread,
+  initialThreadState,
+  type ThreadState,
+} from "../../../shared/thread.ts";
+
+/** One CHAT event of a thread, in stream order. */
+export type ChatEvent =
+  { kind: "message"; message: Message; seq: number } | { kind: "deleted"; at: string; seq: number };
+
+/** A node the thread needs is not in HISTORY: the replay cannot be exact without it. */
+export class MissingNodeError extends Error {
+  override readonly name = "MissingNodeError";
+  constructor(readonly job: SummaryJob) {
+    super(
+      `node ${job.name} (level ${job.level}, index ${job.index}) of thread '${job.thread}' is not in HISTORY; ` +
+        `rerun with --resummarize to build it with the configured summarizer (HISTORY_SUMMARIZER) and publish it`,
+    );
+  }
+}
+
+/** Builds a node HISTORY lacks (only with --resummarize); resolves to its text. */
+export type Resummarize = (job: SummaryJob) => Promise<string>;
+
+/**
+ * One thread rebuilt event by event: `replayLog`'s fold (append, then answer every job from
+ * HISTORY at once), kept open so a missing node can be awaited from a summarizer and the step
+ * retried. The step is retried from the state before it, which the core never modifies.
+ */
+export class ThreadReplay {
+  private s: ThreadState;
+  /** `at` of every applied message by position: a rebuilt merge node's `until`. */
+  private readonly ats: string[] = [];
+
+  constructor(
+    thread: string,
+    settings: CoreSettings,
+    /** HISTORY texts by `level:index`; nodes built by --resummarize are added to it. */
+    private readonly texts: Map<string, string>,
+    private readonly resummarize?: Resummarize,
+  ) {
+    this.s = initialThreadState(thread, settings);
+  }
+
+  get state(): ThreadState {
+    return this.s;
+  }
+
+  atOf(position: number): string {
+    return this.ats[position] ?? "";
+  }
+
+  async apply(event: ChatEvent): Promise<void> {
+    if (event.kind === "deleted") {
+      // As the thread machine does: nothing kept, the sequence remembered.
+      const core = deleteThread(this.s);
+      this.s = { ...core, seq: Math.max(core.seq, event.seq) };
+      this.ats.length = 0;
+      return;
+    }
+    const { state: appended, outcome } = appendMessage(this.s, event.message, event.seq);
+    if (outcome.type !== "applied") return;
+    this.ats[outcome.position] = event.message.at;
+    for (;;) {
+      try {
+        this.s = answerAll(appended, (job) => {
+          const text = this.texts.get(nodeKey(job.level, job.index));
+          if (text === undefined) throw new MissingNodeError(job);
+          return text;
+        });
+        return;
+      } catch (err) {
+        if (!(err instanceof MissingNodeError) || !this.resummarize) throw err;
+        const text = await this.resummarize(err.job);
+        this.texts.set(nodeKey(err.job.level, err.job.index), text);
+      }
+    }
+  }
+}

@@ -1,0 +1,266 @@
+import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Summarizer } from "../../../shared/jobs.ts";
+import { toSnapshot, type OutlineSnapshot } from "../../../shared/snapshot.ts";
+import { loadSettings, type Config } from "../../config/load.ts";
+import { connectNats, redactUrl } from "../../nats/connect.ts";
+import { subjects } from "../../nats/subjects.ts";
+import { createSummarizer } from "../../summarizer/index.ts";
+import { parseReplayArgs, REPLAY_USAGE, UsageError, type ReplayArgs } from "./args.ts";
+import { compareSnapshots, formatDifference } from "./compare.ts";
+import { createProgress, type ProgressOutput } from "./progress.ts";
+import { parseChatEvent, readHistory, readStream } from "./read.ts";
+import { ThreadReplay, type ChatEvent, type Resummarize } from "./rebuild.ts";
+import { createResummarizer } from "./resummarize.ts";
+
+export interface ReplayDeps {
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Results and differences. */
+  stdout?: ProgressOutput;
+  /** Progress and errors. */
+  stderr?: ProgressOutput;
+  /** The summarizer --resummarize uses; by default the one HISTORY_SUMMARIZER names. */
+  summarizer?: Summarizer;
+}
+
+/** Exit codes: everything rebuilt and matched / a snapshot differs / an error stopped us. */
+export const EXIT = { ok: 0, differs: 1, error: 2 } as const;
+
+interface Session {
+  args: ReplayArgs;
+  config: Config;
+  js: JetStreamClient;
+  out: (line: string) => void;
+  err: ProgressOutput;
+}
+
+async function rebuildThreads(
+  session: Session,
+  makeReplay: (thread: string) => ThreadReplay,
+): Promise<Map<string, ThreadReplay>> {
+  const { args, config, js, err } = session;
+  const names = config.names;
+  const s = subjects(names);
+  const threads = new Map<string, ThreadReplay>();
+  const replayOf = (thread: string): ThreadReplay => {
+    let r = threads.get(thread);
+    if (!r) threads.set(thread, (r = makeReplay(thread)));
+    return r;
+  };
+  const progress = createProgress(err, "replay");
+  let skipped = 0;
+
+  if (args.thread === undefined) {
+    await readStream(
+      js,
+      names.chatStream,
+      undefined,
+      (n) => progress.total(n),
+      async (raw) => {
+        const parsed = parseChatEvent(names, raw);
+        if (parsed) await replayOf(parsed.thread).apply(parsed.event);
+        else skipped += 1;
+        progress.tick();
+      },
+    );
+  } else {
+    const thread = args.thread;
+    // nats-server 2.9 takes one filter per consumer, so deletions (rare) are read first and
+    // merged into the message stream by sequence.
+    const deletions: ChatEvent[] = [];
+    await readStream(
+      js,
+      names.chatStream,
+      s.threadDeleted(thread),
+      (n) => progress.total(n),
+      (raw) => {
+        const parsed = parseChatEvent(names, raw);
+        if (parsed) deletions.push(parsed.event);
+        progress.tick();
+      },
+    );
+    const replay = replayOf(thread);
+    let pending = 0;
+    await readStream(
+      js,
+      names.chatStream,
+      s.messageCreated(thread),
+      (n) => progress.total(n + deletions.length),
+      async (raw) => {
+        while (pending < deletions.length && (deletions[pending] as ChatEvent).seq < raw.seq) {
+          await replay.apply(deletions[pending++] as ChatEvent);
+        }
+        const parsed = parseChatEvent(names, raw);
+        if (parsed) await replay.apply(parsed.event);
+        else skipped += 1;
+        progress.tick();
+      },
+    );
+    while (pending < deletions.length) await replay.apply(deletions[pending++] as ChatEvent);
+    if (replay.state.count === 0 && deletions.length === 0) {
+      progress.done();
+      throw new UsageError(
+        `thread '${thread}' has no events in stream ${names.chatStream} (OUTLINE_CHAT_STREAM); check the thread id, or list threads with 'outline replay --all'`,
+      );
+    }
+  }
+  progress.done();
+  if (skipped > 0) {
+    session.out(`skipped ${skipped} invalid events (the worker dead-letters them too)`);
+  }
+  return threads;
+}
+
+function rebuiltSnapshot(replay: ThreadReplay): OutlineSnapshot | undefined {
+  // The worker removes a deleted thread's snapshot.
+  return replay.state.deleted ? undefined : toSnapshot(replay.state);
+}
+
+async function storedSnapshot(kv: KV, thread: string): Promise<OutlineSnapshot | undefined> {
+  const entry = await kv.get(thread);
+  if (!entry || entry.operation !== "PUT" || entry.length === 0) return undefined;
+  try {
+    return entry.json<OutlineSnapshot>();
+  } catch {
+    return { thread, invalid: "not JSON" } as unknown as OutlineSnapshot;
+  }
+}
+
+async function verify(session: Session, threads: Map<string, ThreadReplay>): Promise<number> {
+  const { config, js, out } = session;
+  const kv = await new Kvm(js).open(config.names.kvBucket);
+  const checked = new Set<string>();
+  let differing = 0;
+  const report = (
+    thread: string,
+    stored: OutlineSnapshot | undefined,
+    rebuilt: OutlineSnapshot | undefined,
+  ) => {
+    const diffs = compareSnapshots(stored, rebuilt);
+    if (diffs.length === 0) return;
+    differing += 1;
+    out(`thread ${thread}: ${diffs.length} difference${diffs.length === 1 ? "" : "s"}`);
+    for (const d of diffs) out(formatDifference(thread, d));
+  };
+  for (const [thread, replay] of threads) {
+    checked.add(thread);
+    report(thread, await storedSnapshot(kv, thread), rebuiltSnapshot(replay));
+  }
+  if (session.args.all) {
+    // A snapshot whose thread has no events left: deleted, or written by something else.
+    for await (const thread of await kv.keys()) {
+      if (!checked.has(thread)) report(thread, await storedSnapshot(kv, thread), undefined);
+    }
+  }
+  const total = checked.size;
+  out(
+    differing === 0
+      ? `verify: all ${total} thread${total === 1 ? "" : "s"} match bucket '${config.names.kvBucket}'`
+      : `verify: ${differing} thread${differing === 1 ? "" : "s"} differ from bucket '${config.names.kvBucket}'; rebuild them into a fresh bucket with --into, compare, and investigate the worker`,
+  );
+  return differing;
+}
+
+async function writeInto(session: Session, bucket: string, threads: Map<string, ThreadReplay>) {
+  const kv = await new Kvm(session.js).create(bucket, {
+    history: 1,
+    description: "Outline snapshots rebuilt by 'outline replay --into'",
+  });
+  for (const [thread, replay] of threads) {
+    const snapshot = rebuiltSnapshot(replay);
+    if (snapshot) await kv.put(thread, JSON.stringify(snapshot));
+    else await kv.delete(thread);
+  }
+  session.out(
+    `wrote ${threads.size} snapshots into bucket '${bucket}' (the live bucket is untouched)`,
+  );
+}
+
+function summary(session: Session, threads: Map<string, ThreadReplay>, calls: number): void {
+  let messages = 0;
+  let lines = 0;
+  for (const [thread, replay] of threads) {
+    const st = replay.state;
+    messages += st.count;
+    lines += st.outline.length;
+    if (session.args.thread !== undefined) {
+      session.out(
+        `thread ${thread}: ${st.deleted ? "deleted" : `${st.count} messages, boundary ${st.boundary}, ${st.outline.length} lines, ${st.outlineBytes} outline bytes, ${st.tail.length} in the tail, ${st.stats.cuts} cuts, ${st.stats.merges} merges, seq ${st.seq}`}`,
+      );
+    }
+  }
+  session.out(
+    `rebuilt ${threads.size} thread${threads.size === 1 ? "" : "s"}: ${messages} messages, ${lines} outline lines; model calls: ${calls}`,
+  );
+}
+
+async function replay(session: Session, deps: ReplayDeps): Promise<number> {
+  const { args, config, js, out } = session;
+  if (args.into !== undefined && args.into === config.names.kvBucket) {
+    throw new UsageError(
+      `--into ${args.into} is the live bucket (OUTLINE_KV_BUCKET); name another bucket, e.g. --into ${args.into}-rebuilt`,
+    );
+  }
+  const history = await readHistory(js, config.names, args.thread);
+  let nodes = 0;
+  for (const m of history.texts.values()) nodes += m.size;
+  out(
+    `HISTORY: ${nodes} nodes of ${history.texts.size} threads${history.invalid ? ` (${history.invalid} invalid events ignored)` : ""}`,
+  );
+  const threads = new Map<string, ThreadReplay>();
+  let calls = () => 0;
+  let resummarize: Resummarize | undefined;
+  if (args.resummarize) {
+    const summarizer = deps.summarizer ?? createSummarizer(config.settings, config.values);
+    const r = createResummarizer(js, config.names, summarizer, (thread, position) =>
+      (threads.get(thread) as ThreadReplay).atOf(position),
+    );
+    calls = r.calls;
+    resummarize = r.resummarize;
+  }
+  const built = await rebuildThreads(session, (thread) => {
+    let texts = history.texts.get(thread);
+    if (!texts) history.texts.set(thread, (texts = new Map()));
+    const r = new ThreadReplay(thread, config.settings, texts, resummarize);
+    threads.set(thread, r);
+    return r;
+  });
+  summary(session, built, calls());
+  if (args.into !== undefined) await writeInto(session, args.into, built);
+  if (args.verify && (await verify(session, built)) > 0) return EXIT.differs;
+  return EXIT.ok;
+}
+
+/** `outline replay …`: resolves to the exit code. */
+export async function run(argv: readonly string[], deps: ReplayDeps = {}): Promise<number> {
+  const stdout = deps.stdout ?? process.stdout;
+  const stderr = deps.stderr ?? process.stderr;
+  const out = (line: string) => stdout.write(`${line}\n`);
+  let nc: NatsConnection | undefined;
+  try {
+    const args = parseReplayArgs(argv);
+    if (args.help) {
+      out(REPLAY_USAGE);
+      return EXIT.ok;
+    }
+    const config = loadSettings(deps.env ?? process.env, argv);
+    for (const warning of config.warnings) stderr.write(`replay: warning: ${warning}\n`);
+    const url = config.settings.natsUrl ?? "nats://127.0.0.1:4222";
+    nc = await connectNats({
+      url,
+      name: "outline-replay",
+      auth: config.auth,
+      startupTimeoutMs: 5_000,
+    });
+    out(
+      `replay from ${redactUrl(url)}: streams ${config.names.chatStream} + ${config.names.historyStream}`,
+    );
+    return await replay({ args, config, js: jetstream(nc), out, err: stderr }, deps);
+  } catch (err) {
+    stderr.write(`replay: ${(err as Error).message}\n`);
+    return EXIT.error;
+  } finally {
+    await nc?.drain().catch(() => undefined);
+  }
+}
