@@ -109,7 +109,7 @@ export async function readHistory(
       return;
     }
     let nodes = texts.get(where.thread);
-    if (!nodes) texts.set(where.thread, (nodes = new Map()));
+    if (!nodes) texts.set(where.thread, (nodes = new Map<string, string>()));
     nodes.set(nodeKey(where.level, where.index), parsed.data.text);
   });
   return { texts, invalid };

@@ -221,7 +221,7 @@ async function replay(session: Session, deps: ReplayDeps): Promise<number> {
   }
   const built = await rebuildThreads(session, (thread) => {
     let texts = history.texts.get(thread);
-    if (!texts) history.texts.set(thread, (texts = new Map()));
+    if (!texts) history.texts.set(thread, (texts = new Map<string, string>()));
     const r = new ThreadReplay(thread, config.settings, texts, resummarize);
     threads.set(thread, r);
     return r;
