@@ -1,0 +1,62 @@
+import { SettingsError } from "../../shared/errors.ts";
+import { ApiError } from "../prompt-builder/api-error.ts";
+import { UsageError } from "./args.ts";
+import type { Command, Output } from "./command.ts";
+import { COMMANDS } from "./commands.ts";
+
+// Exit codes: 0 done, 1 the command failed (not found, NATS down, …), 2 the command line was wrong.
+const FAILED = 1;
+const USAGE_ERROR = 2;
+
+const usage = () =>
+  [
+    "usage: outline <command> [arguments] [--config FILE]",
+    "",
+    "commands:",
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(10)}${c.summary}`),
+    "",
+    "Each command takes --help. Settings come from the environment and the config file, as for",
+    "the services; NATS_URL says where NATS is (default nats://127.0.0.1:4222, as 'npm start').",
+  ].join("\n");
+
+const out: Output = {
+  line: (text) => process.stdout.write(`${text}\n`),
+  help(text) {
+    process.stdout.write(`${text}\n`);
+    return 0;
+  },
+};
+
+async function main(argv: readonly string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
+    const target = COMMANDS.find((c) => c.name === rest[0]);
+    process.stdout.write(`${target ? target.usage : usage()}\n`);
+    return name === undefined ? USAGE_ERROR : 0;
+  }
+  const command: Command | undefined = COMMANDS.find((c) => c.name === name);
+  if (!command) {
+    process.stderr.write(`outline: unknown command '${name}'\n\n${usage()}\n`);
+    return USAGE_ERROR;
+  }
+  try {
+    return await command.run(rest, out);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`outline ${command.name}: ${err.message}\n\n${command.usage}\n`);
+      return USAGE_ERROR;
+    }
+    if (err instanceof ApiError) {
+      process.stderr.write(`outline ${command.name}: ${err.message} [${err.code}]\n`);
+      return err.status === 400 ? USAGE_ERROR : FAILED;
+    }
+    if (err instanceof SettingsError) {
+      process.stderr.write(`outline: ${err.message}\n`);
+      return FAILED;
+    }
+    process.stderr.write(`outline ${command.name}: ${(err as Error).message}\n`);
+    return FAILED;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

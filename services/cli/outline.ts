@@ -1,0 +1,47 @@
+import { parse } from "./args.ts";
+import type { Command } from "./command.ts";
+import { withSession } from "./session.ts";
+
+const USAGE = `usage: outline outline <thread> [--json]
+
+Prints a thread's outline snapshot: one row per line with its level, name id+n, size in bytes,
+the time of its newest message and its text; then the tail.
+
+  --json   the snapshot as stored (SPEC §8)`;
+
+export const outline: Command = {
+  name: "outline",
+  summary: "print a thread's outline lines with levels and sizes",
+  usage: USAGE,
+  async run(argv, out) {
+    const args = parse(argv, { json: { type: "boolean" } }, 1);
+    if (args.help) return out.help(USAGE);
+    return withSession(async ({ operations }) => {
+      const s = await operations.outline({ thread: args.positionals[0] });
+      if (args.values.json === true) {
+        out.line(JSON.stringify(s, null, 2));
+        return 0;
+      }
+      out.line(
+        `thread ${s.thread}: ${s.count} messages; outline ${s.lines.length} lines, ${s.bytes} bytes, covers 0–${s.boundary - 1}; tail ${s.tail.length} whole; cut at ${s.cutAt ?? "never"}; seq ${s.seq}`,
+      );
+      if (s.pending && (s.pending.jobs > 0 || s.pending.cuts > 0)) {
+        out.line(
+          `pending: ${s.pending.jobs} summaries, ${s.pending.cuts} cuts${s.pending.merging ? ", merging" : ""}`,
+        );
+      }
+      const width = Math.max(4, ...s.lines.map((l) => `${l.id}+${l.n}`.length));
+      out.line(
+        `${"level".padEnd(6)}${"line".padEnd(width + 2)}${"bytes".padStart(6)}  ${"until".padEnd(24)}  text`,
+      );
+      for (const l of s.lines) {
+        out.line(
+          `${`L${l.level}`.padEnd(6)}${`${l.id}+${l.n}`.padEnd(width + 2)}${String(l.bytes).padStart(6)}  ${l.until.padEnd(24)}  ${l.text.replace(/\s+/g, " ")}`,
+        );
+      }
+      if (s.tail.length > 0)
+        out.line(`tail: messages ${s.boundary}–${s.count - 1} (${s.tail.join(", ")})`);
+      return 0;
+    });
+  },
+};

@@ -1,0 +1,200 @@
+import { execFile } from "node:child_process";
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { messageCreatedSchema, type Message } from "../shared/events.ts";
+import type { SummaryEvent } from "../shared/history.ts";
+import { toSnapshot, type OutlineSnapshot } from "../shared/snapshot.ts";
+import { NAME_VARIABLES, type InfraNames } from "../services/config/names.ts";
+import { connectNats } from "../services/nats/connect.ts";
+import { ensureTopology, subjects } from "../services/nats/topology.ts";
+import { makeMessage } from "./support/conversation.ts";
+import {
+  publishMessages,
+  publishState,
+  replayWithNodes,
+  uniqueNames,
+} from "./support/outline-fixture.ts";
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+let nc: NatsConnection;
+let js: JetStreamClient;
+let jsm: JetStreamManager;
+let names: InfraNames;
+const thread = `cli-${Date.now().toString(36)}`;
+let messages: Message[];
+let nodes: SummaryEvent[];
+let snapshot: OutlineSnapshot;
+
+/** Runs the published bin exactly as `npx outline …` does, against the test's NATS and names. */
+function outline(...args: string[]): Promise<Run> {
+  const env: Record<string, string | undefined> = { ...process.env };
+  for (const key of Object.keys(NAME_VARIABLES) as (keyof InfraNames)[]) {
+    env[NAME_VARIABLES[key]] = names[key];
+  }
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ["services/cli/bin.js", ...args],
+      { env, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === "number" ? err.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+beforeAll(async () => {
+  const url = process.env.NATS_URL;
+  if (!url) throw new Error("NATS_URL is unset: run through vitest's globalSetup");
+  nc = await connectNats({ url, name: "cli-test" });
+  names = uniqueNames();
+  const topology = await ensureTopology(nc, names);
+  ({ js, jsm } = topology);
+  const kv = topology.kv;
+  // State as the worker would leave it, built by the pure core: enough messages for cuts and merges.
+  messages = Array.from({ length: 80 }, (_, i) =>
+    makeMessage(thread, i, `message ${i}: ${"some words about the plan ".repeat(1 + (i % 4))}`),
+  );
+  const log = await publishMessages(js, names, messages);
+  const built = replayWithNodes(
+    thread,
+    { line: 128, tail: [200, 400], outline: [1200, 2400], concurrency: 4 },
+    log,
+  );
+  nodes = built.nodes;
+  await publishState(js, kv, names, built.state, nodes);
+  snapshot = toSnapshot(built.state);
+});
+
+afterAll(async () => {
+  await nc?.close();
+});
+
+describe("outline --help", () => {
+  it("lists the commands and gives each one's usage", async () => {
+    const top = await outline("--help");
+    expect(top.code).toBe(0);
+    for (const name of ["send", "prompt", "outline", "zoom"]) {
+      expect(top.stdout).toMatch(new RegExp(`^  ${name} `, "m"));
+      const one = await outline(name, "--help");
+      expect({ name, code: one.code }).toEqual({ name, code: 0 });
+      expect(one.stdout).toContain(`usage: outline ${name} `);
+    }
+  });
+
+  it("says what was wrong with a command line, with exit code 2", async () => {
+    const unknown = await outline("frobnicate");
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("unknown command 'frobnicate'");
+    const missing = await outline("send", thread);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("expected 2 arguments");
+    const badOption = await outline("zoom", thread, "0", "1", "--nope");
+    expect(badOption.code).toBe(2);
+    expect(badOption.stderr).toContain("--nope");
+  });
+});
+
+describe("outline send", () => {
+  it("publishes a valid message.created on the thread's subject with Nats-Msg-Id = its id", async () => {
+    const target = `${thread}-send`;
+    const r = await outline("send", target, "hello there", "--from", "Ana", "--to", "north");
+    expect(r.code, r.stderr).toBe(0);
+    const sm = await jsm.direct.getMessage(names.chatStream, {
+      last_by_subj: subjects(names).messageCreated(target),
+    });
+    if (!sm) throw new Error("nothing stored on the thread's subject");
+    const body = messageCreatedSchema.parse(sm.json());
+    expect(body).toMatchObject({
+      thread: target,
+      from: "Ana",
+      to: "north",
+      role: "user",
+      text: "hello there",
+    });
+    expect(sm.header.get("Nats-Msg-Id")).toBe(body.id);
+    expect(r.stdout).toContain(`sent ${body.id} to ${subjects(names).messageCreated(target)}`);
+    expect(Date.now() - Date.parse(body.at)).toBeLessThan(60_000);
+  });
+
+  it("stores a message id once, and refuses an invalid thread id or role", async () => {
+    const target = `${thread}-dup`;
+    const first = await outline("send", target, "once", "--id", "fixed-1");
+    const again = await outline("send", target, "once", "--id", "fixed-1");
+    expect(first.code).toBe(0);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain("duplicate");
+    const info = await jsm.streams.info(names.chatStream, {
+      subjects_filter: subjects(names).messageCreated(target),
+    });
+    expect(info.state.subjects?.[subjects(names).messageCreated(target)]).toBe(1);
+
+    const badThread = await outline("send", "no.dots", "x");
+    expect(badThread.code).toBe(2);
+    expect(badThread.stderr).toContain("thread");
+    const badRole = await outline("send", target, "x", "--role", "boss");
+    expect(badRole.code).toBe(2);
+    expect(badRole.stderr).toContain("role");
+  });
+});
+
+describe("outline outline / prompt / zoom", () => {
+  it("prints the outline's lines with their levels and sizes", async () => {
+    const r = await outline("outline", thread);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`thread ${thread}: ${snapshot.count} messages`);
+    for (const line of snapshot.lines) {
+      expect(r.stdout).toMatch(
+        new RegExp(`^L${line.level} +${line.id}\\+${line.n} +${line.bytes} `, "m"),
+      );
+    }
+    expect(snapshot.lines.some((l) => l.level > 0)).toBe(true);
+    const json = await outline("outline", thread, "--json");
+    expect(JSON.parse(json.stdout)).toEqual(snapshot);
+  });
+
+  it("prints the prompt: the outline message, then the whole messages", async () => {
+    const r = await outline("prompt", thread, "--agent", "north");
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("<chat>");
+    const first = snapshot.lines[0];
+    expect(r.stdout).toContain(`${first?.id}+${first?.n}|`);
+    const last = messages.at(-1) as Message;
+    expect(r.stdout).toContain(last.text);
+    const json = JSON.parse((await outline("prompt", thread, "--json")).stdout) as {
+      messages: unknown[];
+    };
+    expect(json.messages).toHaveLength(1 + snapshot.tail.length);
+  });
+
+  it("zooms into a line and reads a message whole; a bad zoom exits 2 naming the rule", async () => {
+    const line = snapshot.lines.find((l) => l.n >= 2);
+    if (!line) throw new Error("no merged line");
+    const r = await outline("zoom", thread, String(line.id), String(line.n));
+    expect(r.code, r.stderr).toBe(0);
+    const left = nodes.find(
+      (n) => n.level === line.level - 1 && n.index === line.id / (line.n / 2),
+    );
+    expect(r.stdout).toContain(`${line.id}+${line.n / 2}|${left?.text}`);
+
+    const m = messages[3] as Message;
+    const one = await outline("zoom", thread, "3", "1");
+    expect(one.code).toBe(0);
+    expect(one.stdout).toContain(`#3 ${m.id} ${m.from}`);
+    expect(one.stdout).toContain(m.text);
+
+    const bad = await outline("zoom", thread, "8", "3");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("N_NOT_POWER_OF_TWO");
+    const unknown = await outline("prompt", "nobody-here");
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("THREAD_NOT_FOUND");
+  });
+});
