@@ -1,0 +1,104 @@
+import { parseArgs } from "node:util";
+import { DEFAULT_INSPECT_URL } from "../../thread-worker/inspect.ts";
+import { startInspectServer } from "./server.ts";
+import { formatLine } from "./transitions.ts";
+
+export const INSPECT_USAGE = `usage: outline inspect [--thread T] [--port P] [--host H] [--online]
+
+Receives the inspection events of running thread workers and prints each actor's transitions
+live: time, thread, from state --event--> to state, and the thread's count, boundary, outline
+lines and jobs after it. Start the worker with --inspect (sends to ${DEFAULT_INSPECT_URL}) or
+--inspect=ws://127.0.0.1:P to match --port P.
+
+  --thread T   only this thread
+  --port P     port to listen on (default 8787)
+  --host H     address to listen on (default 127.0.0.1)
+  --online     instead of printing, relay the events to Stately's inspector UI in a browser
+               (https://stately.ai/inspect, needs internet), through @statelyai/inspect/server`;
+
+export interface InspectDeps {
+  stdout?: { write(text: string): void };
+  stderr?: { write(text: string): void };
+  /** Resolves when the command should stop (default: SIGINT or SIGTERM). */
+  until?: Promise<void>;
+}
+
+function defaultUntil(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once("SIGINT", () => resolve());
+    process.once("SIGTERM", () => resolve());
+  });
+}
+
+// The online UI runs in the browser; Stately's server serves a page that embeds it and relays
+// the worker's events to it over the same port.
+async function online(
+  port: number,
+  stderr: { write(text: string): void },
+  until: Promise<void>,
+): Promise<number> {
+  const { createInspectorServer } = await import("@statelyai/inspect/server");
+  const server = createInspectorServer({ port, autoOpen: true });
+  stderr.write(
+    `inspect: open http://localhost:${port} in a browser (it embeds https://stately.ai/inspect, so it needs internet); start the worker with --inspect=ws://127.0.0.1:${port} (Ctrl-C stops)\n`,
+  );
+  await until;
+  server.stop();
+  return 0;
+}
+
+/** `outline inspect …`: resolves to the exit code when stopped. */
+export async function run(argv: readonly string[], deps: InspectDeps = {}): Promise<number> {
+  const stdout = deps.stdout ?? process.stdout;
+  const stderr = deps.stderr ?? process.stderr;
+  let values;
+  try {
+    values = parseArgs({
+      args: [...argv],
+      options: {
+        thread: { type: "string" },
+        port: { type: "string" },
+        host: { type: "string" },
+        help: { type: "boolean", short: "h" },
+        config: { type: "string" },
+        online: { type: "boolean" },
+      },
+      strict: true,
+    }).values;
+  } catch (err) {
+    stderr.write(`inspect: ${(err as Error).message}; see 'outline inspect --help'\n`);
+    return 2;
+  }
+  if (values.help) {
+    stdout.write(`${INSPECT_USAGE}\n`);
+    return 0;
+  }
+  const port = values.port === undefined ? 8787 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    stderr.write(
+      `inspect: --port '${values.port}' is not a port; write a number from 0 to 65535, e.g. --port 8787\n`,
+    );
+    return 2;
+  }
+  const host = values.host ?? "127.0.0.1";
+  if (values.online) return online(port, stderr, deps.until ?? defaultUntil());
+  let server;
+  try {
+    server = await startInspectServer({
+      host,
+      port,
+      ...(values.thread === undefined ? {} : { thread: values.thread }),
+      onLine: (line) => stdout.write(`${formatLine(line)}\n`),
+      onBadMessage: (reason) => stderr.write(`inspect: ${reason}\n`),
+    });
+  } catch (err) {
+    stderr.write(`inspect: ${(err as Error).message}\n`);
+    return 2;
+  }
+  stderr.write(
+    `inspect: listening on ws://${host}:${server.port}${values.thread ? ` for thread ${values.thread}` : ""}; start the worker with --inspect=ws://${host}:${server.port} (Ctrl-C stops)\n`,
+  );
+  await (deps.until ?? defaultUntil());
+  await server.close();
+  return 0;
+}
