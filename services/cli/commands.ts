@@ -1,6 +1,8 @@
 import type { Command } from "./command.ts";
+import { inspect } from "./inspect/command.ts";
 import { outline } from "./outline.ts";
 import { prompt } from "./prompt.ts";
+import { replay } from "./replay/command.ts";
 import { send } from "./send.ts";
 import { zoom } from "./zoom.ts";
 
@@ -9,4 +11,4 @@ import { zoom } from "./zoom.ts";
  * entry here: `replay` and `inspect` plug in the same way (their run takes argv, returns the
  * exit code).
  */
-export const COMMANDS: readonly Command[] = [send, prompt, outline, zoom];
+export const COMMANDS: readonly Command[] = [send, prompt, outline, zoom, replay, inspect];
