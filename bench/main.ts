@@ -9,6 +9,7 @@ type Bench = () => Promise<Record<string, number>>;
 const benches: Record<string, () => Promise<Bench>> = {
   core: async () => (await import("./core.ts")).run,
   summarizer: async () => (await import("./summarizer.ts")).run,
+  cost: async () => (await import("./cost.ts")).run,
 };
 
 function natsVersion(): string {

@@ -47,9 +47,32 @@ function outlinePart(state: ThreadState, start: number, sizes: [number, number])
 }
 
 /**
+ * The tail's built leaves in [from, to), each run covered by its largest built ancestor: the
+ * cover only changes near its end as leaves and eager parents are built, so consecutive calls
+ * share a long prefix (the provider's cache reads it).
+ */
+function tailCover(state: ThreadState, from: number, to: number): Line[] {
+  const lines: Line[] = [];
+  let p = from;
+  while (p < to) {
+    let best: Line | undefined;
+    for (let level = 0; p % 2 ** level === 0 && p + 2 ** level <= to; level++) {
+      const node = getNode(state.nodes, level, p / 2 ** level);
+      if (node) best = toLine(node);
+      else if (level === 0) break;
+    }
+    if (best) {
+      lines.push(best);
+      p += nodeSize(best);
+    } else p += 1;
+  }
+  return lines;
+}
+
+/**
  * Lines before a node, oldest first, ending where the node starts (never anything newer): the
- * outline's lines, merged further on the same sawtooth to CONTEXT_BYTES, then the built leaves
- * still in the tail before the node. If still too big, the oldest lines go.
+ * outline's lines, merged further on the same sawtooth to CONTEXT_BYTES, then the tail's built
+ * leaves before the node under their largest built ancestors. If still too big, the oldest go.
  */
 export function contextBefore(
   state: ThreadState,
@@ -57,16 +80,9 @@ export function contextBefore(
   sizes = CONTEXT_BYTES,
 ): ContextLine[] {
   const start = nodeId(node);
-  const lines = outlinePart(state, start, sizes).slice();
+  const lines = [...outlinePart(state, start, sizes), ...tailCover(state, state.boundary, start)];
   let bytes = 0;
   for (const line of lines) bytes += line.bytes;
-  for (let p = state.boundary; p < start; p++) {
-    const leaf = getNode(state.nodes, 0, p);
-    if (!leaf) continue;
-    const line = toLine(leaf);
-    lines.push(line);
-    bytes += line.bytes;
-  }
   let drop = 0;
   while (bytes > sizes[1] && drop < lines.length) bytes -= (lines[drop++] as Line).bytes;
   return lines

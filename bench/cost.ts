@@ -1,0 +1,265 @@
+// Cost and cache on a realistic conversation (20,000 messages by default): model calls per message,
+// summarizer input/output bytes per message, the share of each turn's prompt that is byte-identical
+// to the previous turn's prefix (what a provider cache reads), and prompt size over time. Ours side
+// by side with two baselines written here: a sliding window and a rolling summary.
+import { mkdirSync } from "node:fs";
+import { performance } from "node:perf_hooks";
+import type { Message } from "../shared/events.ts";
+import type { SummaryJob } from "../shared/jobs.ts";
+import { nodeId, nodeSize } from "../shared/names.ts";
+import { buildOpenAIPrompt, wholeMessage, type OpenAIMessage } from "../shared/prompt.ts";
+import { answerAll } from "../shared/replay.ts";
+import { DEFAULT_SETTINGS } from "../shared/settings.ts";
+import { appendMessage, initialThreadState } from "../shared/thread.ts";
+import { estimateMessageTokens } from "../shared/tokens.ts";
+import { extractLeaf, extractMerge } from "../services/summarizer/extractive.ts";
+import {
+  SYSTEM_PROMPT,
+  contextPrompt,
+  leafTask,
+  mergeTask,
+} from "../services/summarizer/prompts.ts";
+import { renderChart } from "./chart.ts";
+import { generateConversation } from "./conversation.ts";
+
+const N = Number(process.env.BENCH_COST_MESSAGES ?? 20_000);
+const AGENT = "north";
+const settings = {
+  line: 512,
+  tail: DEFAULT_SETTINGS.tail,
+  outline: DEFAULT_SETTINGS.outline,
+  concurrency: 8,
+};
+const ROLLING_SUMMARY_BYTES = 8_192;
+
+const bytes = (s: string): number => Buffer.byteLength(s, "utf8");
+
+/** Length of the common prefix: native comparisons of 4 KB chunks, then characters. */
+function commonPrefix(a: string, b: string): number {
+  const max = Math.min(a.length, b.length);
+  const CHUNK = 4096;
+  let i = 0;
+  while (i + CHUNK <= max && a.substr(i, CHUNK) === b.substr(i, CHUNK)) i += CHUNK;
+  while (i < max && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
+}
+
+/**
+ * A provider's prompt cache, roughly: a call reads from the cache the longest prefix it shares
+ * with any of the last few calls (calls run concurrently and cache entries live for minutes).
+ */
+class PrefixCache {
+  private recent: string[] = [];
+  constructor(private readonly size = 16) {}
+  /** Bytes of `input` not served by the cache. */
+  uncached(input: string): number {
+    let best = 0;
+    for (const r of this.recent) best = Math.max(best, commonPrefix(r, input));
+    this.recent.push(input);
+    if (this.recent.length > this.size) this.recent.shift();
+    return bytes(input.slice(best));
+  }
+}
+
+/** What a provider receives for a prompt, serialised in order. */
+const wire = (messages: readonly OpenAIMessage[]): string => JSON.stringify(messages);
+
+interface Strategy {
+  name: string;
+  calls: number;
+  inputBytes: number;
+  uncachedInputBytes: number;
+  outputBytes: number;
+  reuse: number[];
+  sizes: number[];
+  previous: string;
+}
+
+const strategy = (name: string): Strategy => ({
+  name,
+  calls: 0,
+  inputBytes: 0,
+  uncachedInputBytes: 0,
+  outputBytes: 0,
+  reuse: [],
+  sizes: [],
+  previous: "",
+});
+
+function turn(s: Strategy, messages: readonly OpenAIMessage[]): void {
+  const current = wire(messages);
+  const shared = s.previous === "" ? 0 : commonPrefix(s.previous, current);
+  s.reuse.push(current.length === 0 ? 1 : shared / current.length);
+  s.sizes.push(bytes(current));
+  s.previous = current;
+}
+
+function ours(log: readonly Message[]): Strategy {
+  const s = strategy("outline (ours)");
+  const cache = new PrefixCache();
+  let free = 0;
+  const summarize = (job: SummaryJob): string => {
+    const input = [
+      SYSTEM_PROMPT,
+      contextPrompt(job.context),
+      job.kind === "leaf" ? leafTask(job) : mergeTask(job),
+    ].join("\n");
+    s.calls += 1;
+    s.inputBytes += bytes(input);
+    s.uncachedInputBytes += cache.uncached(input);
+    const text =
+      job.kind === "leaf"
+        ? extractLeaf(job.message, job.line)
+        : extractMerge(job.left, job.right, job.line);
+    s.outputBytes += bytes(text);
+    return text;
+  };
+  let state = initialThreadState("cost", settings);
+  for (const [i, message] of log.entries()) {
+    state = answerAll(appendMessage(state, message, i + 1).state, summarize);
+    const prompt = buildOpenAIPrompt({
+      agent: AGENT,
+      lines: state.outline.map((l) => ({
+        id: nodeId(l),
+        n: nodeSize(l),
+        text: l.text,
+        until: l.until,
+      })),
+      cutAt: state.cutAt,
+      tail: state.tail.map((t) => t.message),
+    });
+    turn(s, prompt.messages);
+  }
+  free = state.stats.freeLeaves + state.stats.freeMerges;
+  console.log(
+    `  ours: ${state.stats.cuts} cuts, ${state.stats.merges} merges, ${free} free nodes, outline ${state.outline.length} lines`,
+  );
+  return s;
+}
+
+/** Keeps the newest messages that fit the same total budget as ours (tail[1] + outline[1]/4 tokens). */
+function slidingWindow(log: readonly Message[]): Strategy {
+  const s = strategy("sliding window");
+  const budget = settings.tail[1] + settings.outline[1] / 4;
+  const window: { message: Message; cost: number }[] = [];
+  let tokens = 0;
+  for (const message of log) {
+    const cost = estimateMessageTokens(message);
+    window.push({ message, cost });
+    tokens += cost;
+    while (tokens > budget && window.length > 1) tokens -= window.shift()?.cost ?? 0;
+    turn(
+      s,
+      window.map((w) => wholeMessage(w.message, AGENT, null)),
+    );
+  }
+  return s;
+}
+
+/** One running summary rewritten from itself plus the leaving messages at each cut. */
+function rollingSummary(log: readonly Message[]): Strategy {
+  const s = strategy("rolling summary");
+  const [low, high] = settings.tail;
+  const tail: { message: Message; cost: number }[] = [];
+  let tokens = 0;
+  let summary = "";
+  let cutAt: string | null = null;
+  for (const message of log) {
+    const cost = estimateMessageTokens(message);
+    tail.push({ message, cost });
+    tokens += cost;
+    if (tokens > high) {
+      const leaving: Message[] = [];
+      while (tokens > low && tail.length > 1) {
+        const out = tail.shift();
+        if (!out) break;
+        tokens -= out.cost;
+        leaving.push(out.message);
+      }
+      const rendered = leaving
+        .map((m) => `${m.from}: ${m.text}${m.steps ? ` ${JSON.stringify(m.steps)}` : ""}`)
+        .join("\n");
+      const input = `${SYSTEM_PROMPT}\nRewrite the running summary with the new messages, in at most ${ROLLING_SUMMARY_BYTES} bytes.\n<summary>\n${summary}\n</summary>\n<messages>\n${rendered}\n</messages>`;
+      s.calls += 1;
+      s.inputBytes += bytes(input);
+      s.uncachedInputBytes += bytes(input); // the summary changes at its start: nothing is cached
+      summary = extractLeaf(
+        {
+          ...message,
+          from: "summary",
+          to: undefined,
+          text: `${summary}\n${rendered}`,
+          steps: undefined,
+        },
+        ROLLING_SUMMARY_BYTES,
+      );
+      s.outputBytes += bytes(summary);
+      cutAt = message.at;
+    }
+    const head: OpenAIMessage[] = summary
+      ? [{ role: "user", content: `Summary of the earlier conversation:\n${summary}` }]
+      : [];
+    turn(s, [...head, ...tail.map((t) => wholeMessage(t.message, AGENT, cutAt))]);
+  }
+  return s;
+}
+
+const mean = (xs: readonly number[]): number =>
+  xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+
+export async function run(): Promise<Record<string, number>> {
+  await Promise.resolve();
+  const { messages } = generateConversation("cost", N);
+  const logBytes = messages.reduce(
+    (n, m) => n + bytes(m.text) + (m.steps ? bytes(JSON.stringify(m.steps)) : 0),
+    0,
+  );
+  console.log(`  conversation: ${N} messages, ${(logBytes / 1e6).toFixed(1)} MB`);
+  const figures: Record<string, number> = {};
+  const all: Strategy[] = [];
+  for (const make of [ours, slidingWindow, rollingSummary]) {
+    const started = performance.now();
+    const s = make(messages);
+    all.push(s);
+    const key = s.name.split(" ")[0]?.replace(/[^a-z]/g, "") ?? "x";
+    figures[`${key}.model_calls_per_message`] = Number((s.calls / N).toFixed(4));
+    figures[`${key}.summarizer_input_bytes_per_message`] = Math.round(s.inputBytes / N);
+    figures[`${key}.summarizer_uncached_input_bytes_per_message`] = Math.round(
+      s.uncachedInputBytes / N,
+    );
+    figures[`${key}.summarizer_output_bytes_per_message`] = Math.round(s.outputBytes / N);
+    figures[`${key}.prefix_reuse_pct`] = Number((mean(s.reuse) * 100).toFixed(2));
+    figures[`${key}.prompt_kb_mean`] = Number((mean(s.sizes) / 1024).toFixed(1));
+    figures[`${key}.prompt_kb_max`] = Number((Math.max(...s.sizes) / 1024).toFixed(1));
+    console.log(
+      `  ${s.name.padEnd(16)} calls/msg ${(s.calls / N).toFixed(3)}  input B/msg ${Math.round(s.inputBytes / N)} (uncached ${Math.round(s.uncachedInputBytes / N)})  output B/msg ${Math.round(s.outputBytes / N)}  reuse ${(mean(s.reuse) * 100).toFixed(2)}%  prompt mean ${(mean(s.sizes) / 1024).toFixed(0)} KB max ${(Math.max(...s.sizes) / 1024).toFixed(0)} KB  (${((performance.now() - started) / 1000).toFixed(1)} s)`,
+    );
+  }
+  mkdirSync(new URL("../docs/", import.meta.url), { recursive: true });
+  const rolling = (xs: number[], w = 200) =>
+    xs.map((_, i) => mean(xs.slice(Math.max(0, i - w + 1), i + 1)) * 100);
+  const colors = ["#1f77b4", "#d62728", "#2ca02c"];
+  renderChart(new URL("../docs/cost-and-cache.png", import.meta.url).pathname, [
+    {
+      title: "Prompt size per turn (KB)",
+      unit: "",
+      series: all.map((s, k) => ({
+        name: s.name,
+        color: colors[k] ?? "#000",
+        values: s.sizes.map((b) => b / 1024),
+      })),
+    },
+    {
+      title: "Prompt bytes read from the provider's cache, % (mean of the last 200 turns)",
+      unit: "%",
+      max: 100,
+      series: all.map((s, k) => ({
+        name: s.name,
+        color: colors[k] ?? "#000",
+        values: rolling(s.reuse),
+      })),
+    },
+  ]);
+  console.log("  chart: docs/cost-and-cache.png");
+  return figures;
+}
