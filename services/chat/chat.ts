@@ -1,0 +1,158 @@
+import { randomUUID } from "node:crypto";
+import type { JetStreamClient } from "@nats-io/jetstream";
+import type { Message } from "../../shared/events.ts";
+import type { OpenAIMessage } from "../../shared/prompt.ts";
+import type { InfraNames } from "../config/names.ts";
+import { subjects } from "../nats/subjects.ts";
+import type { Operations, PromptReply } from "../prompt-builder/operations.ts";
+import type { Agent } from "./agent.ts";
+import { formatOutline, formatPrompt, formatStats, formatZoom } from "./views.ts";
+
+export interface ChatOptions {
+  js: JetStreamClient;
+  names: InfraNames;
+  operations: Operations;
+  agent: Agent;
+  thread: string;
+  /** Who types. */
+  user: string;
+  /** Who answers: its messages are `assistant` in its prompt. */
+  agentName: string;
+  print: (line: string) => void;
+  /** How long a message may take to reach the prompt. */
+  waitMs?: number;
+}
+
+export const CHAT_HELP = [
+  "commands: /prompt  the prompt as the model sees it (first 160 characters of each message)",
+  "          /outline the outline lines with levels and sizes",
+  "          /zoom id n  open line id+n (n=1: message id whole)",
+  "          /stats   tail tokens, outline bytes, cuts, merges, calls",
+  "          /help    this list; Ctrl-D or /quit leaves",
+].join("\n");
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** One terminal chat: each line typed is a message; the agent answers from its prompt. */
+export function createChat(o: ChatOptions) {
+  const s = subjects(o.names);
+  let cuts = 0;
+  let lastBoundary: number | undefined;
+
+  async function publish(message: Message): Promise<void> {
+    await o.js.publish(s.messageCreated(o.thread), JSON.stringify(message), { msgID: message.id });
+  }
+
+  const prompt = (): Promise<PromptReply> =>
+    o.operations.prompt({ thread: o.thread, agent: o.agentName });
+
+  // The prompt-builder reads messages stored after the snapshot straight from CHAT, so ours is
+  // there as soon as it is stored; waiting for it proves the agent answers what it was sent.
+  async function promptWith(content: string): Promise<OpenAIMessage[]> {
+    const deadline = Date.now() + (o.waitMs ?? 10_000);
+    for (;;) {
+      const reply = await prompt();
+      const messages = reply.messages as OpenAIMessage[];
+      if (messages.at(-1)?.content === content) return messages;
+      if (Date.now() > deadline) {
+        throw new Error(
+          `your message did not reach the prompt of '${o.thread}' within ${(o.waitMs ?? 10_000) / 1000}s; check that NATS is up and the CHAT stream captures ${s.messageCreated(o.thread)}`,
+        );
+      }
+      await sleep(50);
+    }
+  }
+
+  async function observeCuts(): Promise<{ boundary: number; lines: number; bytes: number }> {
+    const snap = await o.operations.outline({ thread: o.thread });
+    if (lastBoundary !== undefined && snap.boundary > lastBoundary) cuts += 1;
+    lastBoundary = snap.boundary;
+    return { boundary: snap.boundary, lines: snap.lines.length, bytes: snap.bytes };
+  }
+
+  async function say(text: string): Promise<void> {
+    const mine: Message = {
+      id: `chat-${randomUUID()}`,
+      thread: o.thread,
+      at: new Date().toISOString(),
+      from: o.user,
+      to: o.agentName,
+      role: "user",
+      text,
+    };
+    await publish(mine);
+    const messages = await promptWith(`${o.user}: ${text}`);
+    const answer = await o.agent.answer(o.thread, messages);
+    await publish({
+      id: `chat-${randomUUID()}`,
+      thread: o.thread,
+      at: new Date().toISOString(),
+      from: o.agentName,
+      to: o.user,
+      role: "assistant",
+      text: answer,
+    });
+    o.print(`${o.agentName}: ${answer}`);
+    await observeCuts().catch(() => undefined);
+  }
+
+  async function command(line: string): Promise<boolean> {
+    const [name, ...rest] = line.trim().split(/\s+/);
+    switch (name) {
+      case "/prompt":
+        for (const l of formatPrompt(await prompt())) o.print(l);
+        return true;
+      case "/outline":
+        for (const l of formatOutline(await o.operations.outline({ thread: o.thread }))) o.print(l);
+        return true;
+      case "/zoom": {
+        const [id, n] = rest;
+        if (id === undefined || n === undefined) {
+          o.print("usage: /zoom id n   e.g. /zoom 0 4 opens line 0+4, /zoom 3 1 reads message 3");
+          return true;
+        }
+        for (const l of formatZoom(await o.operations.zoom({ thread: o.thread, id, n })))
+          o.print(l);
+        return true;
+      }
+      case "/stats": {
+        const [reply, seen] = await Promise.all([prompt(), observeCuts()]);
+        const calls = o.agent.calls();
+        o.print(
+          formatStats({
+            tailTokens: reply.stats.tailTokens,
+            outlineBytes: reply.stats.outlineBytes,
+            cuts,
+            merges: seen.boundary - seen.lines,
+            modelCalls: calls.model,
+            zoomCalls: calls.zoom,
+          }),
+        );
+        return true;
+      }
+      case "/help":
+        o.print(CHAT_HELP);
+        return true;
+      case "/quit":
+        return false;
+      default:
+        o.print(`unknown command '${name}'; /help lists them (a message cannot start with '/')`);
+        return true;
+    }
+  }
+
+  /** Handles one typed line; false when the user asked to leave. */
+  async function handle(line: string): Promise<boolean> {
+    const text = line.trim();
+    if (text === "") return true;
+    try {
+      if (text.startsWith("/")) return await command(text);
+      await say(text);
+    } catch (err) {
+      o.print(`error: ${(err as Error).message}`);
+    }
+    return true;
+  }
+
+  return { handle, observeCuts };
+}
