@@ -69,7 +69,15 @@ export async function setup(project: TestProject): Promise<void> {
   project.provide("natsStoreDir", storeDir);
 }
 
-export function teardown(): void {
-  server?.kill("SIGTERM");
-  if (storeDir) rmSync(storeDir, { recursive: true, force: true });
+/** Stops the server and waits for it to exit before removing its store (it writes until then). */
+export async function teardown(): Promise<void> {
+  const running = server;
+  if (running && running.exitCode === null && running.signalCode === null) {
+    const exited = new Promise<void>((resolve) => running.once("exit", () => resolve()));
+    running.kill("SIGINT");
+    const timer = setTimeout(() => running.kill("SIGKILL"), 5_000);
+    await exited;
+    clearTimeout(timer);
+  }
+  if (storeDir) rmSync(storeDir, { recursive: true, force: true, maxRetries: 3 });
 }
