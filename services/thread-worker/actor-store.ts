@@ -1,0 +1,161 @@
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
+import type { KV } from "@nats-io/kv";
+import type { Message } from "../../shared/events.ts";
+import type { TailEntry, ThreadState } from "../../shared/thread.ts";
+import type { InfraNames } from "../config/names.ts";
+import { readTailMessages } from "./chat-reader.ts";
+
+/**
+ * What the worker keeps per thread in the `<kvBucket>-actors` bucket. `snapshot` is the actor's
+ * `getPersistedSnapshot()` with each tail message's text, state and steps stripped (they are in
+ * CHAT at the entry's `seq` and are read back on rehydrate), so the value stays small: the
+ * outline, the built nodes and the tail's ids.
+ */
+export interface PersistedThread {
+  v: 1;
+  thread: string;
+  /** Highest CHAT sequence of this thread handled (applied, duplicate or dead-lettered). */
+  seen: number;
+  /** A thread.deleted was applied and its purges may not all have run: redo them on load. */
+  erasing: boolean;
+  snapshot: PersistedActor;
+}
+
+/** The parts of an XState persisted snapshot the worker touches; the rest is kept as is. */
+export interface PersistedActor {
+  context: { core: ThreadState };
+  [key: string]: unknown;
+}
+
+/** The stored record could not be used; says why and what to do. */
+export class ActorStateError extends Error {
+  override readonly name = "ActorStateError";
+  readonly code: "STATE_TOO_LARGE" | "STATE_UNREADABLE" | "OWNERSHIP_LOST";
+  constructor(code: ActorStateError["code"], message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+type StrippedMessage = Omit<Message, "text" | "state" | "steps"> & { text: "" };
+
+function strip(entry: TailEntry): TailEntry {
+  const { text: _text, state: _state, steps: _steps, ...rest } = entry.message;
+  const message: StrippedMessage = { ...rest, text: "" };
+  return { ...entry, message };
+}
+
+/** The persisted record of an actor snapshot, tail texts stripped. */
+export function toPersisted(
+  thread: string,
+  seen: number,
+  erasing: boolean,
+  snapshot: PersistedActor,
+): PersistedThread {
+  const core = snapshot.context.core;
+  return {
+    v: 1,
+    thread,
+    seen,
+    erasing,
+    snapshot: {
+      ...snapshot,
+      context: { ...snapshot.context, core: { ...core, tail: core.tail.map(strip) } },
+    },
+  };
+}
+
+export function parsePersisted(thread: string, bytes: Uint8Array, bucket: string): PersistedThread {
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder().decode(bytes));
+  } catch (err) {
+    throw new ActorStateError(
+      "STATE_UNREADABLE",
+      `actor state of thread '${thread}' in bucket ${bucket} is not JSON (${(err as Error).message}); delete the key ('nats kv del ${bucket} ${thread}') to rebuild the thread from CHAT and HISTORY`,
+    );
+  }
+  const record = value as Partial<PersistedThread>;
+  if (record?.v !== 1 || record.thread !== thread || !record.snapshot?.context?.core) {
+    throw new ActorStateError(
+      "STATE_UNREADABLE",
+      `actor state of thread '${thread}' in bucket ${bucket} is not a version-1 record for this thread; delete the key ('nats kv del ${bucket} ${thread}') to rebuild the thread from CHAT and HISTORY`,
+    );
+  }
+  return record as PersistedThread;
+}
+
+/** Puts the stripped tail texts back, reading every tail message from CHAT in parallel. */
+export async function restoreTail(
+  jsm: JetStreamManager,
+  names: InfraNames,
+  record: PersistedThread,
+): Promise<PersistedActor> {
+  const core = record.snapshot.context.core;
+  const read = await readTailMessages(
+    jsm,
+    names,
+    core.tail.map((entry) => ({ id: entry.message.id, seq: entry.seq })),
+  );
+  const tail = core.tail.map((entry) => ({
+    ...entry,
+    message: (read.get(entry.seq) as { event: { message: Message } }).event.message,
+  }));
+  return {
+    ...record.snapshot,
+    context: { ...record.snapshot.context, core: { ...core, tail } },
+  };
+}
+
+const encoder = new TextEncoder();
+
+export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+// KV puts carry headers and a subject besides the value; keep clear of the limit.
+const ENVELOPE_BYTES = 1_024;
+
+/**
+ * Writes the record fenced on the revision last seen: `revision` 0 creates the key. Returns the
+ * new revision. A stale revision means another worker took the thread over (OWNERSHIP_LOST); a
+ * value over the server's max_payload is STATE_TOO_LARGE. Other errors are the caller's to retry.
+ */
+export async function saveRecord(
+  kv: KV,
+  bucket: string,
+  record: PersistedThread,
+  revision: number,
+  maxPayload: number,
+): Promise<number> {
+  const bytes = encoder.encode(JSON.stringify(record));
+  if (bytes.length + ENVELOPE_BYTES > maxPayload) {
+    throw new ActorStateError(
+      "STATE_TOO_LARGE",
+      `actor state of thread '${record.thread}' is ${bytes.length} bytes, over the server's max_payload of ${maxPayload} bytes: ` +
+        `raise max_payload in nats-server.conf (e.g. max_payload: 8MB) or lower HISTORY_OUTLINE and HISTORY_LINE`,
+    );
+  }
+  try {
+    return revision === 0
+      ? await kv.create(record.thread, bytes)
+      : await kv.update(record.thread, bytes, revision);
+  } catch (err) {
+    if (
+      err instanceof JetStreamApiError &&
+      err.code === JetStreamApiCodes.StreamWrongLastSequence
+    ) {
+      // A retry after a lost reply finds its own write: that is success, not another writer.
+      const current = await kv.get(record.thread);
+      if (current?.operation === "PUT" && sameBytes(current.value, bytes)) return current.revision;
+      throw new ActorStateError(
+        "OWNERSHIP_LOST",
+        `actor state of thread '${record.thread}' in bucket ${bucket} was written by someone else (expected revision ${revision}); this worker gives the thread up and its unacknowledged events are redelivered to the owner`,
+        { cause: err },
+      );
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,61 @@
+import { StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { InfraNames } from "../config/names.ts";
+
+/**
+ * The worker's own buckets, named after the snapshot bucket so that a test or a second
+ * deployment with its own OUTLINE_KV_BUCKET gets its own set: `outline-actors` (the persisted
+ * actor state per thread) and `outline-ids` (which CHAT sequence first carried a message id).
+ */
+export interface WorkerBucketNames {
+  actors: string;
+  ids: string;
+}
+
+export function workerBucketNames(names: Pick<InfraNames, "kvBucket">): WorkerBucketNames {
+  return { actors: `${names.kvBucket}-actors`, ids: `${names.kvBucket}-ids` };
+}
+
+export interface WorkerBuckets {
+  names: WorkerBucketNames;
+  /** key = thread; value = PersistedThread JSON (see actor-store.ts). */
+  actors: KV;
+  /** key = `<thread>.<hash(message id)>`; value = the CHAT sequence that first carried it. */
+  ids: KV;
+  /** The snapshot bucket of SPEC §8 (created by ensureTopology). */
+  snapshots: KV;
+}
+
+/** The KV stream's subject for one key: a purge by this filter leaves nothing of the key. */
+export const kvSubject = (bucket: string, key: string): string => `$KV.${bucket}.${key}`;
+export const kvStream = (bucket: string): string => `KV_${bucket}`;
+
+/**
+ * Creates the worker's buckets when missing and opens them (an existing bucket is used as is).
+ * File storage and history 1: only the latest value matters. Call after ensureTopology.
+ */
+export async function ensureWorkerBuckets(
+  js: JetStreamClient,
+  _jsm: JetStreamManager,
+  names: InfraNames,
+  replicas = 1,
+): Promise<WorkerBuckets> {
+  const kvm = new Kvm(js);
+  const bucketNames = workerBucketNames(names);
+  const actors = await kvm.create(bucketNames.actors, {
+    history: 1,
+    storage: StorageType.File,
+    replicas,
+    description:
+      "Thread actor state per thread (tail texts stripped: they are read back from CHAT by sequence)",
+  });
+  const ids = await kvm.create(bucketNames.ids, {
+    history: 1,
+    storage: StorageType.File,
+    replicas,
+    description:
+      "Message ids applied per thread: <thread>.<hash(id)> = first CHAT sequence, so an id re-published after the duplicate window is applied once",
+  });
+  const snapshots = await kvm.open(names.kvBucket);
+  return { names: bucketNames, actors, ids, snapshots };
+}

@@ -1,0 +1,84 @@
+import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";
+import type { InfraNames } from "../config/names.ts";
+import { subjects } from "../nats/subjects.ts";
+import { decodeChatEvent, type ChatEvent } from "./decode.ts";
+
+/** A tail message could not be read back from CHAT; says which one and what to do. */
+export class ChatReadError extends Error {
+  override readonly name = "ChatReadError";
+  readonly code = "CHAT_MESSAGE_MISSING";
+}
+
+export interface StoredChatEvent {
+  seq: number;
+  subject: string;
+  data: Uint8Array;
+  thread: string | undefined;
+  event: ChatEvent;
+}
+
+function toEvent(names: InfraNames, stored: StoredMsg): StoredChatEvent {
+  const decoded = decodeChatEvent(subjects(names), stored.subject, stored.data);
+  return { seq: stored.seq, subject: stored.subject, data: stored.data, ...decoded };
+}
+
+/**
+ * Reads one CHAT event by stream sequence (one direct get), decoded and validated; undefined when
+ * the sequence holds nothing (purged, deleted or not written yet). This is how a thread's tail is
+ * read: the KV snapshot lists `tailSeqs`, and each is one read.
+ */
+export async function readChatEvent(
+  jsm: JetStreamManager,
+  names: InfraNames,
+  seq: number,
+): Promise<StoredChatEvent | undefined> {
+  const stored = await jsm.direct.getMessage(names.chatStream, { seq });
+  return stored ? toEvent(names, stored) : undefined;
+}
+
+/**
+ * The first event of `thread` (message.created or thread.deleted) at or after `fromSeq`, or
+ * undefined when there is none. One direct get, whatever the stream's size.
+ */
+export async function nextThreadEvent(
+  jsm: JetStreamManager,
+  names: InfraNames,
+  thread: string,
+  fromSeq: number,
+): Promise<StoredChatEvent | undefined> {
+  const stored = await jsm.direct.getMessage(names.chatStream, {
+    next_by_subj: subjects(names).threadChat(thread),
+    seq: Math.max(1, fromSeq),
+  });
+  return stored ? toEvent(names, stored) : undefined;
+}
+
+/**
+ * Reads messages back by CHAT sequence, in parallel, checking that each is the message expected
+ * (same id). Used to rehydrate a persisted actor whose tail texts were stripped; the prompt-builder
+ * can use it the same way for a snapshot's `tail` + `tailSeqs`.
+ */
+export async function readTailMessages(
+  jsm: JetStreamManager,
+  names: InfraNames,
+  wanted: readonly { id: string; seq: number }[],
+): Promise<Map<number, StoredChatEvent & { event: { kind: "message" } }>> {
+  const read = await Promise.all(
+    wanted.map(async ({ id, seq }) => {
+      if (!Number.isSafeInteger(seq) || seq <= 0) {
+        throw new ChatReadError(
+          `message '${id}' has no CHAT sequence (${seq}); only messages read from stream ${names.chatStream} can be read back`,
+        );
+      }
+      const found = await readChatEvent(jsm, names, seq);
+      if (found?.event.kind !== "message" || found.event.message.id !== id) {
+        throw new ChatReadError(
+          `message '${id}' is not at sequence ${seq} of stream ${names.chatStream} (${found ? `found ${found.subject}` : "nothing there"}): ` +
+            `the stream was purged or recreated. Delete the thread's key from the actor bucket to rebuild it from what the stream still holds.`,
+        );
+      }
+      return [seq, found as StoredChatEvent & { event: { kind: "message" } }] as const;
+    }),
+  );
+  return new Map(read);
+}

@@ -1,0 +1,61 @@
+import {
+  describeIssues,
+  messageCreatedSchema,
+  threadDeletedSchema,
+  type Message,
+} from "../../shared/events.ts";
+import type { Subjects } from "../nats/subjects.ts";
+
+/** A chat event as the worker sees it: valid, or the reason it cannot be applied. */
+export type ChatEvent =
+  | { kind: "message"; message: Message }
+  | { kind: "deleted"; at: string }
+  | { kind: "invalid"; reason: string };
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * Parses and validates one CHAT event (SPEC §7). Never throws: anything wrong is an `invalid`
+ * event whose reason says what was wrong and what the publisher should send instead. `thread` is
+ * the thread the subject names (undefined when the subject is not a chat event subject).
+ */
+export function decodeChatEvent(
+  s: Subjects,
+  subject: string,
+  data: Uint8Array,
+): { thread: string | undefined; event: ChatEvent } {
+  const parsed = s.parseChat(subject);
+  if (!parsed) {
+    return {
+      thread: undefined,
+      event: {
+        kind: "invalid",
+        reason: `subject '${subject}' is not a chat event subject; publish on <prefix>.<thread>.message.created or <prefix>.<thread>.thread.deleted (SPEC §7)`,
+      },
+    };
+  }
+  const { thread, kind } = parsed;
+  const invalid = (reason: string) => ({ thread, event: { kind: "invalid" as const, reason } });
+  let body: unknown;
+  try {
+    body = JSON.parse(utf8.decode(data));
+  } catch (err) {
+    return invalid(
+      `${kind} body is not UTF-8 JSON (${(err as Error).message}); publish one JSON object as in SPEC §7`,
+    );
+  }
+  const schema = kind === "message.created" ? messageCreatedSchema : threadDeletedSchema;
+  const result = schema.safeParse(body);
+  if (!result.success) {
+    return invalid(
+      `${kind} body does not match the contract (SPEC §7): ${describeIssues(result.error)}`,
+    );
+  }
+  if (result.data.thread !== thread) {
+    return invalid(
+      `${kind} body names thread '${result.data.thread}' but arrived on the subject of thread '${thread}'; publish it on ${subject.replace(`.${thread}.`, `.${result.data.thread}.`)}`,
+    );
+  }
+  if (kind === "thread.deleted") return { thread, event: { kind: "deleted", at: result.data.at } };
+  return { thread, event: { kind: "message", message: result.data as Message } };
+}

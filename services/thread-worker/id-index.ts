@@ -1,0 +1,52 @@
+import { createHash } from "node:crypto";
+import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
+import type { KV } from "@nats-io/kv";
+
+/**
+ * Which CHAT sequence first carried each message id of a thread, in the `<kvBucket>-ids` bucket,
+ * key `<thread>.<hash(id)>`. Nats-Msg-Id de-duplicates only for 2 minutes and the actor's tail
+ * only knows recent ids; this index makes "a message id is applied once" hold for the thread's
+ * whole life. It is bounded the way CHAT is: one small key per message the thread ever had (≈100
+ * bytes), erased with the thread, and read or written once per new message with a single
+ * create-if-absent (no read-then-write race between two writers).
+ */
+export type IdClaim = { type: "new" } | { type: "duplicate"; firstSeq: number };
+
+const decoder = new TextDecoder();
+
+/** 128 bits of SHA-256, base64url: a valid KV key token whatever characters the id has. */
+export function idKey(thread: string, id: string): string {
+  const digest = createHash("sha256").update(id).digest("base64url").slice(0, 22);
+  return `${thread}.${digest}`;
+}
+
+function isWrongLastSequence(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence;
+}
+
+/**
+ * Records that `id` is first carried by `seq`, or says which sequence carried it first. Claiming
+ * again with the same sequence (a redelivery after a crash between claim and save) is "new".
+ */
+export async function claimMessageId(
+  kv: KV,
+  thread: string,
+  id: string,
+  seq: number,
+): Promise<IdClaim> {
+  const key = idKey(thread, id);
+  try {
+    await kv.create(key, String(seq));
+    return { type: "new" };
+  } catch (err) {
+    if (!isWrongLastSequence(err)) throw err;
+  }
+  const entry = await kv.get(key);
+  const firstSeq = entry && entry.operation === "PUT" ? Number(decoder.decode(entry.value)) : NaN;
+  if (!Number.isSafeInteger(firstSeq)) {
+    // A delete marker (or garbage): claim it for this sequence.
+    await kv.put(key, String(seq));
+    return { type: "new" };
+  }
+  return firstSeq === seq ? { type: "new" } : { type: "duplicate", firstSeq };
+}

@@ -1,0 +1,83 @@
+import { SettingsError } from "../../shared/errors.ts";
+import { loadSettings } from "../config/load.ts";
+import { connectNats, redactUrl } from "../nats/connect.ts";
+import { ensureTopology } from "../nats/topology.ts";
+import { createSummarizer } from "../summarizer/index.ts";
+import { consoleLogger, errorText } from "./log.ts";
+import {
+  DEFAULT_ACK_WAIT_MS,
+  DEFAULT_IDLE_MS,
+  startThreadWorker,
+  workerMetricsSubject,
+} from "./worker.ts";
+
+// Wiring only: settings → NATS → topology → summarizer → worker; drain on SIGTERM/SIGINT.
+const log = consoleLogger();
+
+/** A whole number of milliseconds from an OUTLINE_* variable; a bad value stops the start. */
+function millis(
+  values: Readonly<Record<string, string | undefined>>,
+  variable: string,
+  fallback: number,
+): number {
+  const raw = values[variable]?.trim();
+  if (!raw) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < 10) {
+    throw new SettingsError(
+      variable,
+      `'${raw}' is not a duration; write whole milliseconds ≥ 10, e.g. ${variable}=${fallback}`,
+    );
+  }
+  return Number(raw);
+}
+
+async function main(): Promise<void> {
+  const config = loadSettings();
+  for (const warning of config.warnings) log.warn(warning);
+  const idleMs = millis(config.values, "OUTLINE_IDLE_MS", DEFAULT_IDLE_MS);
+  const ackWaitMs = millis(config.values, "OUTLINE_ACK_WAIT_MS", DEFAULT_ACK_WAIT_MS);
+  const summarizer = createSummarizer(config.settings, config.values);
+  const url = config.settings.natsUrl ?? "nats://127.0.0.1:4222";
+  const nc = await connectNats({ url, name: "outline-thread-worker", auth: config.auth });
+  await ensureTopology(nc, config.names, { replicas: config.replicas });
+  const worker = await startThreadWorker({
+    nc,
+    names: config.names,
+    settings: config.settings,
+    summarizer,
+    log,
+    replicas: config.replicas,
+    idleMs,
+    ackWaitMs,
+  });
+  log.info(
+    `consuming ${config.names.chatStream} as ${config.names.workerDurable} at ${redactUrl(url)} with ${summarizer.name} (concurrency ${config.settings.concurrency}); metrics on ${workerMetricsSubject(config.names)}`,
+  );
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${signal}: draining (stop pulling, finish queued events, save state)`);
+    void worker
+      .stop()
+      .then(() => nc.drain())
+      .then(
+        () => {
+          log.info("stopped");
+          process.exit(0);
+        },
+        (err: unknown) => {
+          log.error(`drain failed: ${errorText(err)}`);
+          process.exit(1);
+        },
+      );
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+}
+
+main().catch((err: unknown) => {
+  log.error(errorText(err));
+  process.exit(1);
+});

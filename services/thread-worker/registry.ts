@@ -1,0 +1,66 @@
+import type { JsMsg } from "@nats-io/jetstream";
+import { M } from "./metrics.ts";
+import { ThreadSlot, type SlotEnd } from "./thread-slot.ts";
+import type { WorkerContext } from "./worker-context.ts";
+
+/**
+ * The threads this worker process owns, one slot (actor + queue) each, created on demand and
+ * dropped when passivated. The one place that decides ownership: a scheme that splits threads
+ * between several workers (e.g. consumers filtered by thread hash) plugs in here.
+ */
+export class ThreadRegistry {
+  readonly #ctx: WorkerContext;
+  readonly #slots = new Map<string, ThreadSlot>();
+
+  constructor(ctx: WorkerContext) {
+    this.#ctx = ctx;
+  }
+
+  get size(): number {
+    return this.#slots.size;
+  }
+
+  threads(): string[] {
+    return [...this.#slots.keys()];
+  }
+
+  /** The live slot of a thread, if it is in memory (for tests and tools). */
+  peek(thread: string): ThreadSlot | undefined {
+    return this.#slots.get(thread);
+  }
+
+  deliver(thread: string, msg: JsMsg): void {
+    this.#slot(thread).enqueueChat(msg);
+  }
+
+  #slot(thread: string): ThreadSlot {
+    let slot = this.#slots.get(thread);
+    if (!slot) {
+      slot = new ThreadSlot(thread, this.#ctx, (ended, end) => this.#ended(ended, end));
+      this.#slots.set(thread, slot);
+      this.#ctx.metrics.set(M.actors, this.#slots.size);
+    }
+    return slot;
+  }
+
+  // A slot leaves the map the moment it ends, so the next event for its thread creates a fresh
+  // slot that rehydrates from what the old one stored.
+  #ended(slot: ThreadSlot, _end: SlotEnd): void {
+    if (this.#slots.get(slot.thread) === slot) this.#slots.delete(slot.thread);
+    this.#ctx.metrics.set(M.actors, this.#slots.size);
+  }
+
+  /** Persists and stops actors idle for `idleMs`, so memory stays bounded by active threads. */
+  sweep(idleMs: number, now = Date.now()): void {
+    for (const slot of this.#slots.values()) slot.passivateIfIdle(now, idleMs);
+  }
+
+  async drain(): Promise<void> {
+    await Promise.all([...this.#slots.values()].map((slot) => slot.drain()));
+  }
+
+  abandon(): void {
+    for (const slot of [...this.#slots.values()]) slot.abandon();
+    this.#slots.clear();
+  }
+}

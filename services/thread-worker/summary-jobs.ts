@@ -1,0 +1,182 @@
+import { cutToBytes, utf8Bytes } from "../../shared/bytes.ts";
+import type { SummaryEvent } from "../../shared/history.ts";
+import type { SummaryJob } from "../../shared/jobs.ts";
+import type { NodeRef } from "../../shared/names.ts";
+import type { MeteredSummarizer } from "../summarizer/index.ts";
+import { SummarizerError } from "../summarizer/errors.ts";
+import type { HistoryNodes } from "./history-nodes.ts";
+import type { Limiter } from "./limiter.ts";
+import { errorText, type Logger } from "./log.ts";
+import { M, type MetricRegistry } from "./metrics.ts";
+import { backoffMs, retryInPlace, sleep, StoppedError } from "./retry.ts";
+
+export interface JobTiming {
+  /** Retryable errors: first wait and cap. */
+  retryBaseMs: number;
+  retryCapMs: number;
+  /** After a terminal error, before the same node is tried again: first wait and cap. */
+  terminalBaseMs: number;
+  terminalCapMs: number;
+}
+
+export const DEFAULT_JOB_TIMING: JobTiming = {
+  retryBaseMs: 500,
+  retryCapMs: 30_000,
+  terminalBaseMs: 60_000,
+  terminalCapMs: 15 * 60_000,
+};
+
+export interface SummaryJobsDeps {
+  summarizer: MeteredSummarizer;
+  /** Process-wide bound on summarizer calls in flight. */
+  limiter: Limiter;
+  history: HistoryNodes;
+  metrics: MetricRegistry;
+  log: Logger;
+  timing: JobTiming;
+  /** The node is on HISTORY (PubAck received): tell the actor. */
+  built(ref: NodeRef, text: string): void;
+  /** A terminal error: the node goes back to the actor's queue. */
+  failed(ref: NodeRef, reason: string): void;
+}
+
+/** A job as the actor asked for it, with the `until` its HISTORY event carries. */
+export interface RequestedJob {
+  job: SummaryJob;
+  until: string;
+}
+
+const keyOf = (ref: NodeRef): string => `${ref.level}:${ref.index}`;
+
+/**
+ * Runs one thread's summary jobs: HISTORY first (a node built before a crash costs no model
+ * call), then the summarizer under the process-wide limiter, retrying retryable errors with
+ * backoff; the node is published to HISTORY and acknowledged before the actor hears of it. The
+ * worker owns every timer; the actor only sees `built` or `failed`.
+ */
+export class SummaryJobs {
+  readonly #deps: SummaryJobsDeps;
+  readonly #abort = new AbortController();
+  readonly #running = new Set<Promise<void>>();
+  /** Terminal failures per node, for the long backoff before the actor's next request runs. */
+  readonly #terminal = new Map<string, number>();
+
+  constructor(deps: SummaryJobsDeps) {
+    this.#deps = deps;
+  }
+
+  get active(): number {
+    return this.#running.size;
+  }
+
+  start(request: RequestedJob): void {
+    const run = this.#run(request).catch((err: unknown) => {
+      if (err instanceof StoppedError || this.#abort.signal.aborted) return;
+      // Not a summarizer error (those are handled in #run): a bug or a broken HISTORY. The node
+      // goes back to the actor, which asks again; the long backoff keeps this from spinning.
+      const ref = { level: request.job.level, index: request.job.index };
+      this.#terminal.set(keyOf(ref), (this.#terminal.get(keyOf(ref)) ?? 0) + 1);
+      this.#deps.log.error(`summary ${request.job.thread} ${request.job.name} failed`, {
+        error: errorText(err),
+      });
+      this.#deps.failed(ref, errorText(err));
+    });
+    this.#running.add(run);
+    void run.finally(() => this.#running.delete(run));
+  }
+
+  /** Stops every job and waits until none can still publish or report. */
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
+  }
+
+  async #run({ job, until }: RequestedJob): Promise<void> {
+    const d = this.#deps;
+    const signal = this.#abort.signal;
+    const ref = { level: job.level, index: job.index };
+    const failures = this.#terminal.get(keyOf(ref)) ?? 0;
+    if (failures > 0) {
+      await sleep(backoffMs(failures - 1, d.timing.terminalBaseMs, d.timing.terminalCapMs), signal);
+    }
+    const what = `summary node ${job.name} of thread '${job.thread}'`;
+    const stored = await retryInPlace(() => d.history.read(job.thread, job.level, job.index), {
+      what: `read ${what} from HISTORY`,
+      log: d.log,
+      signal,
+    });
+    if (stored) {
+      d.metrics.add(M.summaries, 1, { kind: job.kind, source: "history" });
+      this.#terminal.delete(keyOf(ref));
+      d.built(ref, stored.text);
+      return;
+    }
+    const text = await this.#summarize(job, signal);
+    if (text === undefined) return;
+    const event: SummaryEvent = {
+      thread: job.thread,
+      level: job.level,
+      index: job.index,
+      text,
+      until,
+      by: d.summarizer.name,
+      ...(job.kind === "leaf" ? { message: { id: job.message.id, seq: job.seq } } : {}),
+    };
+    const published = await retryInPlace(() => d.history.publish(event), {
+      what: `publish ${what} to HISTORY`,
+      log: d.log,
+      signal,
+    });
+    d.metrics.add(M.summaries, 1, { kind: job.kind, source: "model" });
+    this.#terminal.delete(keyOf(ref));
+    d.built(ref, published.text);
+  }
+
+  /** The summary text, bounded as the core bounds it; undefined after a terminal error. */
+  async #summarize(job: SummaryJob, signal: AbortSignal): Promise<string | undefined> {
+    const d = this.#deps;
+    const limit = Math.floor(job.line * 1.25);
+    for (let attempt = 0; ; attempt++) {
+      let text: string | undefined;
+      let error: unknown;
+      await d.limiter.acquire(signal);
+      try {
+        text = (await d.summarizer.summarize(job, signal)).text;
+      } catch (err) {
+        error = err;
+      } finally {
+        d.limiter.release();
+      }
+      if (signal.aborted) throw new StoppedError(`summary ${job.name}`);
+      if (text !== undefined && text.trim() !== "") {
+        return utf8Bytes(text) > limit ? cutToBytes(text, limit) : text;
+      }
+      error ??= new SummarizerError(
+        "EMPTY_REPLY",
+        `the summarizer returned an empty text for ${job.name}`,
+        { terminal: false },
+      );
+      if (error instanceof SummarizerError && error.terminal) {
+        d.metrics.add(M.summaryFailures);
+        const failures = (this.#terminal.get(keyOf(job)) ?? 0) + 1;
+        this.#terminal.set(keyOf(job), failures);
+        const wait = backoffMs(failures - 1, d.timing.terminalBaseMs, d.timing.terminalCapMs);
+        d.log.error(
+          `summarizer refused ${job.name} of thread '${job.thread}' (${error.code}): ${error.message}; ` +
+            `the node waits about ${Math.round(wait / 1000)} s before it is tried again (fix the cause, e.g. HISTORY_SUMMARIZER or OPENAI_API_KEY)`,
+        );
+        d.failed({ level: job.level, index: job.index }, error.message);
+        return undefined;
+      }
+      d.metrics.add(M.summaryRetries);
+      const wait = backoffMs(attempt, d.timing.retryBaseMs, d.timing.retryCapMs);
+      d.log.warn(
+        `summarizer failed on ${job.name} of thread '${job.thread}', retrying in ${wait} ms`,
+        {
+          error: errorText(error),
+        },
+      );
+      await sleep(wait, signal);
+    }
+  }
+}

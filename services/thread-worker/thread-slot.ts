@@ -1,0 +1,667 @@
+import type { JsMsg } from "@nats-io/jetstream";
+import { createActor, type Actor, type Snapshot } from "xstate";
+import { InvariantError } from "../../shared/errors.ts";
+import type { SummaryJob } from "../../shared/jobs.ts";
+import type { NodeRef } from "../../shared/names.ts";
+import { toSnapshot } from "../../shared/snapshot.ts";
+import { findBuilt, type AppendOutcome, type ThreadState } from "../../shared/thread.ts";
+import { threadMachine, type ThreadMachine } from "../../machines/thread.ts";
+import { publishDeadLetter } from "../nats/dead-letter.ts";
+import {
+  ActorStateError,
+  parsePersisted,
+  restoreTail,
+  saveRecord,
+  toPersisted,
+  type PersistedActor,
+} from "./actor-store.ts";
+import { kvStream, kvSubject } from "./buckets.ts";
+import { ChatReadError, nextThreadEvent } from "./chat-reader.ts";
+import { decodeChatEvent, type ChatEvent } from "./decode.ts";
+import { claimMessageId, type IdClaim } from "./id-index.ts";
+import { errorText } from "./log.ts";
+import { M } from "./metrics.ts";
+import { retryInPlace, StoppedError } from "./retry.ts";
+import { writeSnapshot } from "./snapshot-writer.ts";
+import { SummaryJobs, type RequestedJob } from "./summary-jobs.ts";
+import type { WorkerContext } from "./worker-context.ts";
+
+/** What a thread's queue holds: chat events in delivery order, and summaries coming back. */
+type Item =
+  | { kind: "chat"; msg: JsMsg }
+  | { kind: "built"; ref: NodeRef; text: string }
+  | { kind: "failed"; ref: NodeRef; reason: string };
+
+/** A chat event to handle: delivered (with the message to ack) or read from CHAT to fill a gap. */
+interface ChatEntry {
+  kind: "entry";
+  seq: number;
+  subject: string;
+  data: Uint8Array;
+  event: ChatEvent;
+  msg?: JsMsg;
+}
+
+type Step = ChatEntry | Exclude<Item, { kind: "chat" }>;
+
+type Skip = {
+  outcome: Exclude<AppendOutcome, { type: "applied" }>;
+  messageId: string;
+  seq: number;
+};
+
+export type SlotEnd = "passivated" | "drained" | "lost" | "failed" | "abandoned";
+
+/**
+ * One thread's actor and everything that touches it. Events are applied strictly one after the
+ * other, in delivery order, by a single loop; a burst of queued events is applied, its effects
+ * made durable (free nodes on HISTORY, actor state in KV) and only then acknowledged, with one
+ * state write per burst. Summaries run beside the loop and come back through the same queue.
+ */
+export class ThreadSlot {
+  readonly thread: string;
+  readonly #ctx: WorkerContext;
+  readonly #onEnd: (slot: ThreadSlot, end: SlotEnd) => void;
+  /** Aborted when the slot is abandoned: every retry loop and wait stops at once. */
+  readonly #abort = new AbortController();
+  readonly #machine: ThreadMachine;
+  #actor: Actor<ThreadMachine> | undefined;
+  #jobs: SummaryJobs;
+
+  #queue: Item[] = [];
+  #running: Promise<void> | undefined;
+  #ended: SlotEnd | undefined;
+  #lastActivity = Date.now();
+
+  /** Highest CHAT sequence handled; persisted with the state. */
+  #seen = 0;
+  #erasing = false;
+  #actorRevision = 0;
+  #snapshotRevision = 0;
+
+  // Set by the machine's effects while an event is applied; read right after.
+  #requested: SummaryJob[] = [];
+  #skips: Skip[] = [];
+  #erasedAt: number | undefined;
+  #changed = false;
+  /** The state differs from the stored record. */
+  #dirty = false;
+
+  #snapshotWanted = false;
+  #snapshotDue = false;
+  #snapshotTimer: NodeJS.Timeout | undefined;
+  #passivateWanted = false;
+
+  constructor(thread: string, ctx: WorkerContext, onEnd: (slot: ThreadSlot, end: SlotEnd) => void) {
+    this.thread = thread;
+    this.#ctx = ctx;
+    this.#onEnd = onEnd;
+    this.#jobs = this.#newJobs();
+    this.#machine = threadMachine.provide({
+      actions: {
+        requestSummary: (_, { job }) => {
+          this.#requested.push(job);
+        },
+        snapshotChanged: () => {
+          this.#changed = true;
+        },
+        skipped: (_, { outcome, messageId, seq }) => {
+          this.#skips.push({ outcome, messageId, seq });
+        },
+        erased: (_, { seq }) => {
+          this.#erasedAt = seq;
+        },
+      },
+    });
+  }
+
+  get ended(): SlotEnd | undefined {
+    return this.#ended;
+  }
+
+  /** The thread's state, for tests and tools; undefined before the actor is loaded. */
+  get core(): ThreadState | undefined {
+    return this.#actor?.getSnapshot().context.core;
+  }
+
+  enqueueChat(msg: JsMsg): void {
+    this.#enqueue({ kind: "chat", msg });
+  }
+
+  #enqueue(item: Item): void {
+    if (this.#ended) return;
+    this.#queue.push(item);
+    this.#lastActivity = Date.now();
+    this.#kick();
+  }
+
+  #newJobs(): SummaryJobs {
+    return new SummaryJobs({
+      summarizer: this.#ctx.summarizer,
+      limiter: this.#ctx.limiter,
+      history: this.#ctx.history,
+      metrics: this.#ctx.metrics,
+      log: this.#ctx.log,
+      timing: this.#ctx.jobTiming,
+      built: (ref, text) => this.#enqueue({ kind: "built", ref, text }),
+      failed: (ref, reason) => this.#enqueue({ kind: "failed", ref, reason }),
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The loop
+
+  #kick(): void {
+    if (this.#running || this.#ended) return;
+    this.#running = this.#loop()
+      .catch((err: unknown) => this.#crashed(err))
+      .finally(() => {
+        this.#running = undefined;
+        if (!this.#ended && (this.#queue.length > 0 || this.#snapshotDue)) this.#kick();
+      });
+  }
+
+  async #loop(): Promise<void> {
+    if (!this.#actor) await this.#load();
+    while (!this.#ended) {
+      if (this.#queue.length > 0) {
+        await this.#burst(this.#queue.splice(0, this.#ctx.maxBurst));
+      } else if (this.#snapshotDue) {
+        this.#snapshotDue = false;
+        if (this.#snapshotWanted) await this.#writeSnapshot();
+      } else if (this.#passivateWanted) {
+        this.#passivateWanted = false;
+        await this.#finalWrites();
+        // Nothing arrived during the writes: the thread is at rest and can leave memory.
+        if (this.#queue.length === 0 && this.#jobs.active === 0) {
+          this.#ctx.metrics.add(M.passivations);
+          this.#end("passivated");
+        }
+      } else {
+        return;
+      }
+    }
+  }
+
+  #crashed(err: unknown): void {
+    if (err instanceof StoppedError || this.#abort.signal.aborted) return;
+    const log = this.#ctx.log;
+    if (err instanceof ActorStateError && err.code === "OWNERSHIP_LOST") {
+      log.warn(err.message, { thread: this.thread });
+      this.#stopNow("lost");
+      return;
+    }
+    // A bug, a record that cannot be read back, or a state too large to store. Nothing of the
+    // burst was acknowledged: its events come back after the ack wait to a fresh actor rebuilt
+    // from the stored state, so nothing is lost; the error says what to fix if it persists.
+    this.#ctx.metrics.add(M.threadErrors);
+    log.error(`thread '${this.thread}' stopped: ${errorText(err)}`, {
+      thread: this.thread,
+      ...(err instanceof Error && !(err instanceof ActorStateError || err instanceof ChatReadError)
+        ? { stack: err.stack }
+        : {}),
+    });
+    this.#stopNow("failed");
+  }
+
+  #end(end: SlotEnd): void {
+    if (this.#ended) return;
+    this.#ended = end;
+    clearTimeout(this.#snapshotTimer);
+    this.#actor?.stop();
+    this.#onEnd(this, end);
+  }
+
+  #stopNow(end: SlotEnd): void {
+    this.#abort.abort();
+    void this.#jobs.stop();
+    this.#end(end);
+  }
+
+  #checkAlive(): void {
+    if (this.#abort.signal.aborted || this.#ended)
+      throw new StoppedError(`thread '${this.thread}'`);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Lifecycle driven by the registry
+
+  /** Asks the loop to persist and stop the actor if it has been idle for `idleMs`. */
+  passivateIfIdle(now: number, idleMs: number): void {
+    if (this.#ended || this.#running || this.#queue.length > 0 || this.#jobs.active > 0) return;
+    if (now - this.#lastActivity < idleMs) return;
+    this.#passivateWanted = true;
+    this.#kick();
+  }
+
+  /**
+   * Graceful stop: summaries in flight are abandoned (they stay in the saved state and are asked
+   * again after the next start), queued events are applied, state and snapshot are written.
+   */
+  async drain(): Promise<void> {
+    await this.#jobs.stop();
+    clearTimeout(this.#snapshotTimer);
+    this.#snapshotTimer = undefined;
+    while (this.#running) await this.#running;
+    if (this.#ended) return;
+    try {
+      await this.#finalWrites();
+      this.#end("drained");
+    } catch (err) {
+      this.#crashed(err);
+    }
+  }
+
+  /** Crash simulation and hard stop: nothing more is written or acknowledged. */
+  abandon(): void {
+    this.#stopNow("abandoned");
+  }
+
+  async #finalWrites(): Promise<void> {
+    if (!this.#actor) return;
+    clearTimeout(this.#snapshotTimer);
+    this.#snapshotTimer = undefined;
+    if (this.#snapshotWanted) await this.#writeSnapshot();
+    if (this.#dirty) await this.#save();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Loading
+
+  #retry<T>(what: string, fn: () => Promise<T>, isPermanent?: (err: unknown) => boolean) {
+    return retryInPlace(fn, {
+      what: `${what} (thread '${this.thread}')`,
+      log: this.#ctx.log,
+      signal: this.#abort.signal,
+      ...(isPermanent ? { isPermanent } : {}),
+    });
+  }
+
+  /** Creates the actor, rehydrated from its persisted state when there is one. */
+  async #load(): Promise<void> {
+    const { buckets, jsm, names } = this.#ctx;
+    const entry = await this.#retry("read actor state", () => buckets.actors.get(this.thread));
+    let snapshot: PersistedActor | undefined;
+    if (entry?.operation === "PUT") {
+      const record = parsePersisted(this.thread, entry.value, buckets.names.actors);
+      snapshot = await this.#retry(
+        "read the tail back from CHAT",
+        () => restoreTail(jsm, names, record),
+        (err) => err instanceof ChatReadError,
+      );
+      this.#seen = record.seen;
+      this.#erasing = record.erasing;
+      this.#ctx.metrics.add(M.rehydrations);
+    }
+    this.#actorRevision = entry?.revision ?? 0;
+    const shown = await this.#retry("read snapshot", () => buckets.snapshots.get(this.thread));
+    this.#snapshotRevision = shown?.revision ?? 0;
+    this.#checkAlive();
+    this.#actor = createActor(this.#machine, {
+      input: { thread: this.thread, settings: this.#ctx.settings },
+      // A record this worker wrote from getPersistedSnapshot(), tail texts put back.
+      ...(snapshot ? { snapshot: snapshot as unknown as Snapshot<unknown> } : {}),
+      ...(this.#ctx.inspect ? { inspect: this.#ctx.inspect } : {}),
+    });
+    this.#actor.start();
+    if (!snapshot) return;
+    if (this.#erasing) {
+      // Crashed in the middle of a thread.deleted: finish its purges first.
+      this.#erasedAt = this.#state().seq;
+      await this.#erase();
+      await this.#save();
+      return;
+    }
+    // Summaries that were in flight are asked again (HISTORY answers those already built);
+    // free nodes not yet published are published now.
+    this.#send({ type: "jobs.resume" });
+    await this.#publishOutbox();
+    if (this.#dirty) await this.#save();
+    this.#snapshotWanted = true;
+    this.#snapshotDue = true;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Applying a burst
+
+  #state(): ThreadState {
+    if (!this.#actor) {
+      throw new InvariantError("NOT_LOADED", `thread '${this.thread}' has no actor yet`);
+    }
+    return this.#actor.getSnapshot().context.core;
+  }
+
+  /** Sends one event; starts the summaries it asked for. */
+  #send(event: Parameters<Actor<ThreadMachine>["send"]>[0]): void {
+    (this.#actor as Actor<ThreadMachine>).send(event);
+    this.#dirty = true;
+    const requested = this.#requested;
+    this.#requested = [];
+    if (requested.length === 0) return;
+    const core = this.#state();
+    for (const job of requested) this.#jobs.start(this.#withUntil(core, job));
+  }
+
+  #withUntil(core: ThreadState, job: SummaryJob): RequestedJob {
+    if (job.kind === "leaf") return { job, until: job.message.at };
+    const right = findBuilt(core, { level: job.level - 1, index: job.index * 2 + 1 });
+    if (!right) {
+      throw new InvariantError(
+        "CHILD_MISSING",
+        `merge ${job.name} of '${this.thread}' was asked for without its right child`,
+      );
+    }
+    return { job, until: right.until };
+  }
+
+  async #burst(items: Item[]): Promise<void> {
+    const statsBefore = this.#state().stats;
+    const acks: JsMsg[] = [];
+    const steps: Step[] = [];
+    const firstChat = items.find((i) => i.kind === "chat");
+    if (firstChat && !this.#state().deleted) {
+      steps.push(...(await this.#readGap(firstChat.msg.seq)));
+    }
+    for (const item of items) {
+      if (item.kind !== "chat") {
+        steps.push(item);
+        continue;
+      }
+      acks.push(item.msg);
+      const { event } = decodeChatEvent(this.#ctx.subjects, item.msg.subject, item.msg.data);
+      steps.push({
+        kind: "entry",
+        seq: item.msg.seq,
+        subject: item.msg.subject,
+        data: item.msg.data,
+        event,
+        msg: item.msg,
+      });
+    }
+    const claims = await this.#claimIds(steps);
+    let chatSeen = false;
+    for (const step of steps) {
+      if (step.kind === "built") {
+        this.#send({
+          type: "summary.built",
+          level: step.ref.level,
+          index: step.ref.index,
+          text: step.text,
+        });
+      } else if (step.kind === "failed") {
+        this.#send({
+          type: "summary.failed",
+          level: step.ref.level,
+          index: step.ref.index,
+          reason: step.reason,
+        });
+      } else {
+        chatSeen = true;
+        await this.#applyChat(step, claims);
+      }
+    }
+    if (this.#erasedAt !== undefined) await this.#erase();
+    else if (chatSeen && this.#state().deleted) await this.#purgeChat();
+    await this.#publishOutbox();
+    this.#checkAlive();
+    if (this.#dirty) await this.#save();
+    this.#checkAlive();
+    for (const msg of acks) msg.ack();
+    this.#countStats(statsBefore, this.#state().stats);
+    if (this.#changed && !this.#state().deleted) this.#requestSnapshot();
+    this.#changed = false;
+  }
+
+  /**
+   * Events of this thread stored before `seq` and not handled yet: after a crash their
+   * redelivery waits for the ack wait while newer events arrive at once. They are read from CHAT
+   * (the log) and applied first; their redeliveries are then skipped by sequence.
+   */
+  async #readGap(seq: number): Promise<ChatEntry[]> {
+    const gap: ChatEntry[] = [];
+    let from = this.#seen + 1;
+    while (from < seq) {
+      const next = await this.#retry("read CHAT ahead of a redelivery", () =>
+        nextThreadEvent(this.#ctx.jsm, this.#ctx.names, this.thread, from),
+      );
+      if (!next || next.seq >= seq) break;
+      gap.push({
+        kind: "entry",
+        seq: next.seq,
+        subject: next.subject,
+        data: next.data,
+        event: next.event,
+      });
+      from = next.seq + 1;
+    }
+    this.#ctx.metrics.add(M.gapFills, gap.length);
+    return gap;
+  }
+
+  /** Claims the message ids of the burst's new messages in the id index, in parallel. */
+  async #claimIds(steps: Step[]): Promise<Map<number, IdClaim>> {
+    const claims = new Map<number, IdClaim>();
+    if (this.#state().deleted) return claims;
+    const firstSeqOf = new Map<string, number>();
+    const pending: Promise<void>[] = [];
+    let seen = this.#seen;
+    for (const step of steps) {
+      if (step.kind !== "entry" || step.seq <= seen) continue;
+      seen = step.seq;
+      if (step.event.kind !== "message") continue;
+      const { id } = step.event.message;
+      const first = firstSeqOf.get(id);
+      if (first !== undefined) {
+        // The same id twice in one burst: the first one is the message.
+        claims.set(step.seq, { type: "duplicate", firstSeq: first });
+        continue;
+      }
+      firstSeqOf.set(id, step.seq);
+      const seq = step.seq;
+      pending.push(
+        this.#retry("record the message id", () =>
+          claimMessageId(this.#ctx.buckets.ids, this.thread, id, seq),
+        ).then((claim) => {
+          claims.set(seq, claim);
+        }),
+      );
+    }
+    await Promise.all(pending);
+    return claims;
+  }
+
+  async #applyChat(entry: ChatEntry, claims: Map<number, IdClaim>): Promise<void> {
+    const metrics = this.#ctx.metrics;
+    if (entry.seq <= this.#seen) {
+      metrics.add(M.duplicates, 1, { why: "seq" });
+      return;
+    }
+    this.#seen = entry.seq;
+    this.#dirty = true;
+    const event = entry.event;
+    const core = this.#state();
+    if (event.kind === "invalid") {
+      await this.#deadLetter(entry, event.reason);
+      return;
+    }
+    if (core.deleted) {
+      if (event.kind === "deleted") {
+        metrics.add(M.duplicates, 1, { why: "deleted" });
+        return;
+      }
+      await this.#deadLetter(
+        entry,
+        `thread deleted: thread '${this.thread}' was deleted (thread.deleted up to CHAT sequence ${core.seq}); a deleted thread takes no new messages, use a new thread id`,
+      );
+      return;
+    }
+    if (event.kind === "deleted") {
+      this.#send({ type: "thread.deleted", at: event.at, seq: entry.seq });
+      metrics.add(M.events, 1, { kind: "deleted" });
+      return;
+    }
+    const claim = claims.get(entry.seq);
+    if (claim?.type === "duplicate") {
+      metrics.add(M.duplicates, 1, { why: "id" });
+      return;
+    }
+    this.#send({ type: "message.created", message: event.message, seq: entry.seq });
+    const skips = this.#skips;
+    this.#skips = [];
+    if (skips.length === 0) {
+      metrics.add(M.events, 1, { kind: "message" });
+      return;
+    }
+    for (const skip of skips) {
+      if (skip.outcome.type === "duplicate") metrics.add(M.duplicates, 1, { why: "tail" });
+      else await this.#deadLetter(entry, skip.outcome.reason);
+    }
+  }
+
+  async #deadLetter(entry: ChatEntry, reason: string): Promise<void> {
+    const { js, names, metrics, log } = this.#ctx;
+    await this.#retry("publish a dead letter", () =>
+      publishDeadLetter(js, names, {
+        reason,
+        subject: entry.subject,
+        data: entry.data,
+        seq: entry.seq,
+      }),
+    );
+    metrics.add(M.deadLetters);
+    log.warn(`dead letter: ${entry.subject} #${entry.seq}: ${reason}`);
+  }
+
+  #countStats(before: ThreadState["stats"], after: ThreadState["stats"]): void {
+    const metrics = this.#ctx.metrics;
+    // A thread.deleted resets the stats: nothing to count then.
+    if (after.cuts < before.cuts) return;
+    metrics.add(M.cuts, after.cuts - before.cuts);
+    metrics.add(M.batches, after.batches - before.batches);
+    metrics.add(M.merges, after.merges - before.merges);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Durable effects
+
+  /** Publishes the free nodes waiting in the outbox to HISTORY, then tells the actor. */
+  async #publishOutbox(): Promise<void> {
+    const outbox = this.#state().outbox;
+    if (outbox.length === 0) return;
+    const { history, metrics } = this.#ctx;
+    await Promise.all(
+      outbox.map((node) =>
+        this.#retry(`publish free node ${node.level}:${node.index} to HISTORY`, () =>
+          history.publish({
+            thread: this.thread,
+            level: node.level,
+            index: node.index,
+            text: node.text,
+            until: node.until,
+            by: "free",
+            ...(node.message ? { message: node.message } : {}),
+          }),
+        ),
+      ),
+    );
+    for (const node of outbox) {
+      metrics.add(M.summaries, 1, { kind: node.level === 0 ? "leaf" : "merge", source: "free" });
+    }
+    this.#send({ type: "outbox.published", count: outbox.length });
+  }
+
+  /** Writes the actor state, fenced on its revision; retried in place until it is stored. */
+  async #save(): Promise<void> {
+    const { buckets } = this.#ctx;
+    const snapshot = (
+      this.#actor as Actor<ThreadMachine>
+    ).getPersistedSnapshot() as unknown as PersistedActor;
+    const record = toPersisted(this.thread, this.#seen, this.#erasing, snapshot);
+    this.#actorRevision = await this.#retry(
+      "save actor state",
+      () =>
+        saveRecord(
+          buckets.actors,
+          buckets.names.actors,
+          record,
+          this.#actorRevision,
+          this.#ctx.maxPayload(),
+        ),
+      (err) => err instanceof ActorStateError,
+    );
+    this.#dirty = false;
+    this.#ctx.metrics.add(M.stateSaves);
+  }
+
+  /**
+   * thread.deleted: the tombstone (deleted, `erasing`) is saved first so a crash finishes the
+   * job on restart; summaries in flight are stopped so none lands after the purge; then the
+   * snapshot, HISTORY, the id index and CHAT up to the delete are purged.
+   */
+  async #erase(): Promise<void> {
+    const { jsm, names, subjects, buckets } = this.#ctx;
+    this.#erasing = true;
+    await this.#jobs.stop();
+    this.#jobs = this.#newJobs();
+    clearTimeout(this.#snapshotTimer);
+    this.#snapshotTimer = undefined;
+    this.#snapshotWanted = false;
+    await this.#save();
+    await this.#retry("erase the snapshot", () =>
+      jsm.streams.purge(kvStream(names.kvBucket), {
+        filter: kvSubject(names.kvBucket, this.thread),
+      }),
+    );
+    await this.#retry("erase the thread's summaries", () =>
+      jsm.streams.purge(names.historyStream, { filter: subjects.threadHistory(this.thread) }),
+    );
+    await this.#retry("erase the message id index", () =>
+      jsm.streams.purge(kvStream(buckets.names.ids), {
+        filter: kvSubject(buckets.names.ids, `${this.thread}.>`),
+      }),
+    );
+    await this.#purgeChat();
+    this.#snapshotRevision = 0;
+    this.#erasing = false;
+    this.#erasedAt = undefined;
+    this.#dirty = true;
+  }
+
+  /** Purges the thread's CHAT events handled so far (dead-lettered ones keep their bytes in DEAD). */
+  async #purgeChat(): Promise<void> {
+    const { jsm, names, subjects } = this.#ctx;
+    await this.#retry("erase the thread's chat events", () =>
+      jsm.streams.purge(names.chatStream, {
+        filter: subjects.threadChat(this.thread),
+        seq: this.#seen + 1,
+      }),
+    );
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Snapshots
+
+  /** At most one snapshot write per `snapshotDelayMs`, whatever the event rate. */
+  #requestSnapshot(): void {
+    this.#snapshotWanted = true;
+    if (this.#snapshotTimer) return;
+    this.#snapshotTimer = setTimeout(() => {
+      this.#snapshotTimer = undefined;
+      this.#snapshotDue = true;
+      this.#kick();
+    }, this.#ctx.snapshotDelayMs);
+  }
+
+  async #writeSnapshot(): Promise<void> {
+    this.#snapshotWanted = false;
+    const core = this.#state();
+    if (core.deleted) return;
+    this.#snapshotRevision = await writeSnapshot(
+      this.#ctx,
+      this.thread,
+      toSnapshot(core),
+      this.#snapshotRevision,
+      this.#abort.signal,
+    );
+  }
+}

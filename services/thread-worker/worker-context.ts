@@ -1,0 +1,38 @@
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { InspectionEvent } from "xstate";
+import type { CoreSettings } from "../../shared/settings.ts";
+import type { InfraNames } from "../config/names.ts";
+import type { Subjects } from "../nats/subjects.ts";
+import type { MeteredSummarizer } from "../summarizer/index.ts";
+import type { WorkerBuckets } from "./buckets.ts";
+import type { HistoryNodes } from "./history-nodes.ts";
+import type { Limiter } from "./limiter.ts";
+import type { Logger } from "./log.ts";
+import type { MetricRegistry } from "./metrics.ts";
+import type { JobTiming } from "./summary-jobs.ts";
+
+/**
+ * What every thread of one worker process shares: connections, buckets, the summarizer and its
+ * limiter, metrics. Built once by startThreadWorker and passed down; nothing lives at module level.
+ */
+export interface WorkerContext {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  names: InfraNames;
+  subjects: Subjects;
+  buckets: WorkerBuckets;
+  settings: CoreSettings;
+  summarizer: MeteredSummarizer;
+  limiter: Limiter;
+  history: HistoryNodes;
+  metrics: MetricRegistry;
+  log: Logger;
+  inspect: ((event: InspectionEvent) => void) | undefined;
+  jobTiming: JobTiming;
+  /** Shortest time between two snapshot writes of one thread. */
+  snapshotDelayMs: number;
+  /** Most queued events applied before one state write. */
+  maxBurst: number;
+  /** The server's max_payload: a KV value must fit in it. */
+  maxPayload(): number;
+}

@@ -1,0 +1,261 @@
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  jetstreamManager,
+  type ConsumerMessages,
+  type JetStreamManager,
+  type JsMsg,
+} from "@nats-io/jetstream";
+import { nanos, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import type { InspectionEvent } from "xstate";
+import type { CoreSettings } from "../../shared/settings.ts";
+import type { InfraNames } from "../config/names.ts";
+import { publishDeadLetter } from "../nats/dead-letter.ts";
+import { subjects } from "../nats/subjects.ts";
+import type { MeteredSummarizer } from "../summarizer/index.ts";
+import { ensureWorkerBuckets, type WorkerBuckets } from "./buckets.ts";
+import { historyNodes } from "./history-nodes.ts";
+import { Limiter } from "./limiter.ts";
+import { consoleLogger, errorText, type Logger } from "./log.ts";
+import { M, recordUsage, workerMetrics, type MetricRegistry } from "./metrics.ts";
+import { ThreadRegistry } from "./registry.ts";
+import { retryInPlace } from "./retry.ts";
+import { DEFAULT_JOB_TIMING, type JobTiming } from "./summary-jobs.ts";
+import type { WorkerContext } from "./worker-context.ts";
+
+export interface ThreadWorkerOptions {
+  nc: NatsConnection;
+  names: InfraNames;
+  settings: CoreSettings;
+  summarizer: MeteredSummarizer;
+  log?: Logger;
+  /** Copies per bucket when the worker creates its buckets. */
+  replicas?: number;
+  /** An actor idle this long is persisted and stopped (OUTLINE_IDLE_MS). */
+  idleMs?: number;
+  /** Shortest time between two snapshot writes of one thread. */
+  snapshotDelayMs?: number;
+  /** Consumer ack wait, used when the worker creates the durable (OUTLINE_ACK_WAIT_MS). */
+  ackWaitMs?: number;
+  /** Events delivered and not yet acknowledged, at most, over all threads. */
+  maxAckPending?: number;
+  /** Most events of one thread applied before one state write. */
+  maxBurst?: number;
+  jobTiming?: Partial<JobTiming>;
+  /** Observes every thread actor (XState inspection events), e.g. for `--inspect`. */
+  inspect?: (event: InspectionEvent) => void;
+}
+
+export interface ThreadWorker {
+  readonly registry: ThreadRegistry;
+  readonly metrics: MetricRegistry;
+  readonly buckets: WorkerBuckets;
+  /** The Prometheus text the metrics subject answers with. */
+  renderMetrics(): Promise<string>;
+  /** Stops pulling, applies what was delivered, writes every state and snapshot. */
+  stop(): Promise<void>;
+  /** Crash simulation: stops at once, writes and acknowledges nothing more. */
+  abandon(): void;
+}
+
+/** The subject the worker answers metrics requests on (Prometheus text). */
+export const workerMetricsSubject = (names: InfraNames): string =>
+  `${names.apiPrefix}.metrics.worker`;
+
+export const DEFAULT_IDLE_MS = 60_000;
+export const DEFAULT_ACK_WAIT_MS = 30_000;
+
+/** The worker's consumer is ours to shape only when we create it; an existing one is checked. */
+async function ensureConsumer(
+  jsm: JetStreamManager,
+  names: InfraNames,
+  ackWaitMs: number,
+  maxAckPending: number,
+): Promise<void> {
+  try {
+    const info = await jsm.consumers.info(names.chatStream, names.workerDurable);
+    const problems: string[] = [];
+    if (info.config.ack_policy !== AckPolicy.Explicit)
+      problems.push(`ack_policy is ${info.config.ack_policy}, not explicit`);
+    if (info.config.filter_subject)
+      problems.push(`it filters on ${info.config.filter_subject}, so it misses other chat events`);
+    if (info.config.deliver_subject) problems.push("it is a push consumer, the worker pulls");
+    if (problems.length > 0) {
+      throw new Error(
+        `consumer ${names.workerDurable} on stream ${names.chatStream} cannot serve the thread worker: ${problems.join("; ")}. ` +
+          `Delete it ('nats consumer rm ${names.chatStream} ${names.workerDurable}') so the worker creates it, or set OUTLINE_WORKER_DURABLE to another name`,
+      );
+    }
+    return;
+  } catch (err) {
+    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound))
+      throw err;
+  }
+  await jsm.consumers.add(names.chatStream, {
+    durable_name: names.workerDurable,
+    description: "outline thread workers: every chat event, acknowledged once its effect is stored",
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: nanos(ackWaitMs),
+    max_ack_pending: maxAckPending,
+    max_deliver: -1,
+  });
+}
+
+/**
+ * Starts consuming CHAT with the shared durable consumer: each event goes to its thread's actor,
+ * created on demand and rehydrated from its persisted state. Call after ensureTopology.
+ */
+export async function startThreadWorker(options: ThreadWorkerOptions): Promise<ThreadWorker> {
+  const { nc, names } = options;
+  const log = options.log ?? consoleLogger();
+  const js = jetstream(nc);
+  const jsm = await jetstreamManager(nc);
+  const s = subjects(names);
+  const buckets = await ensureWorkerBuckets(js, jsm, names, options.replicas ?? 1);
+  const metrics = workerMetrics();
+  const ctx: WorkerContext = {
+    js,
+    jsm,
+    names,
+    subjects: s,
+    buckets,
+    settings: options.settings,
+    summarizer: options.summarizer,
+    limiter: new Limiter(options.settings.concurrency),
+    history: historyNodes(js, jsm, names, s),
+    metrics,
+    log,
+    inspect: options.inspect,
+    jobTiming: { ...DEFAULT_JOB_TIMING, ...options.jobTiming },
+    snapshotDelayMs: options.snapshotDelayMs ?? 50,
+    maxBurst: options.maxBurst ?? 500,
+    maxPayload: () => nc.info?.max_payload ?? 1024 * 1024,
+  };
+  const registry = new ThreadRegistry(ctx);
+  const maxAckPending = options.maxAckPending ?? 10_000;
+  await ensureConsumer(jsm, names, options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS, maxAckPending);
+  const consumer = await js.consumers.get(names.chatStream, names.workerDurable);
+  const messages: ConsumerMessages = await consumer.consume({
+    max_messages: Math.min(1_000, maxAckPending),
+  });
+
+  const stopping = new AbortController();
+  const background = new Set<Promise<unknown>>();
+  const track = (p: Promise<unknown>) => {
+    background.add(p);
+    void p.finally(() => background.delete(p));
+  };
+
+  // An event whose subject names no thread cannot be queued behind one: recorded at once.
+  const deadLetterNow = (msg: JsMsg, reason: string) =>
+    track(
+      retryInPlace(
+        () =>
+          publishDeadLetter(js, names, {
+            reason,
+            subject: msg.subject,
+            data: msg.data,
+            seq: msg.seq,
+          }),
+        { what: `publish a dead letter for ${msg.subject}`, log, signal: stopping.signal },
+      ).then(
+        () => {
+          metrics.add(M.deadLetters);
+          log.warn(`dead letter: ${msg.subject} #${msg.seq}: ${reason}`);
+          msg.ack();
+        },
+        () => {},
+      ),
+    );
+
+  const route = (msg: JsMsg) => {
+    const parsed = s.parseChat(msg.subject);
+    if (!parsed) {
+      deadLetterNow(
+        msg,
+        `subject '${msg.subject}' is not a chat event subject; publish on ${names.chatPrefix}.<thread>.message.created or ${names.chatPrefix}.<thread>.thread.deleted (SPEC §7)`,
+      );
+      return;
+    }
+    registry.deliver(parsed.thread, msg);
+  };
+
+  const pulling = (async () => {
+    for await (const msg of messages) {
+      try {
+        route(msg);
+      } catch (err) {
+        // Routing does not throw on input; if it ever does, the event comes back after the ack wait.
+        log.error(`could not route ${msg.subject} #${msg.seq}: ${errorText(err)}`);
+      }
+    }
+  })().catch((err: unknown) => {
+    if (!stopping.signal.aborted)
+      log.error(`consuming ${names.chatStream} stopped: ${errorText(err)}`);
+  });
+
+  const idleMs = options.idleMs ?? DEFAULT_IDLE_MS;
+  const sweeper = setInterval(
+    () => registry.sweep(idleMs),
+    Math.max(50, Math.min(idleMs / 4, 5_000)),
+  );
+  sweeper.unref();
+
+  const renderMetrics = async (): Promise<string> => {
+    try {
+      const info = await jsm.consumers.info(names.chatStream, names.workerDurable);
+      metrics.set(M.lag, info.num_pending);
+      metrics.set(M.ackPending, info.num_ack_pending);
+    } catch (err) {
+      log.warn(`metrics: consumer info unavailable: ${errorText(err)}`);
+    }
+    metrics.set(M.actors, registry.size);
+    metrics.set(M.inflight, ctx.limiter.active);
+    recordUsage(metrics, options.summarizer.usage());
+    return metrics.render();
+  };
+
+  // A queue group: with several workers one of them answers each scrape.
+  const metricsSub: Subscription = nc.subscribe(workerMetricsSubject(names), {
+    queue: "outline-thread-worker",
+    callback: (err, msg) => {
+      if (err) return;
+      void renderMetrics().then(
+        (text) => msg.respond(text),
+        () => {},
+      );
+    },
+  });
+
+  let stopped = false;
+  return {
+    registry,
+    metrics,
+    buckets,
+    renderMetrics,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      clearInterval(sweeper);
+      await messages.close();
+      await pulling;
+      await registry.drain();
+      await Promise.allSettled([...background]);
+      stopping.abort();
+      metricsSub.unsubscribe();
+    },
+    abandon() {
+      if (stopped) return;
+      stopped = true;
+      stopping.abort();
+      clearInterval(sweeper);
+      messages.stop();
+      registry.abandon();
+      metricsSub.unsubscribe();
+    },
+  };
+}

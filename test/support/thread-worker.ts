@@ -1,0 +1,234 @@
+import { randomBytes } from "node:crypto";
+import {
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Message } from "../../shared/events.ts";
+import { summaryEventSchema } from "../../shared/history.ts";
+import type { SummaryJob } from "../../shared/jobs.ts";
+import { replayLog } from "../../shared/replay.ts";
+import type { CoreSettings } from "../../shared/settings.ts";
+import { toSnapshot, type OutlineSnapshot } from "../../shared/snapshot.ts";
+import { initialThreadState } from "../../shared/thread.ts";
+import type { InfraNames } from "../../services/config/names.ts";
+import { subjects, type Subjects } from "../../services/nats/subjects.ts";
+import type { MeteredSummarizer } from "../../services/summarizer/index.ts";
+import { SummarizerError } from "../../services/summarizer/errors.ts";
+import { noUsage, type UsageTotals } from "../../services/summarizer/usage.ts";
+import { fakeSummary, hash } from "./conversation.ts";
+
+/** Streams, subjects and buckets of their own for one test: the server is shared by the run. */
+export function uniqueNames(): InfraNames {
+  const id = randomBytes(4).toString("hex");
+  return {
+    chatStream: `CHAT_${id}`,
+    chatPrefix: `chat${id}`,
+    historyStream: `HISTORY_${id}`,
+    historyPrefix: `history${id}`,
+    deadStream: `DEAD_${id}`,
+    deadSubject: `dead${id}.letters`,
+    kvBucket: `outline_${id}`,
+    apiPrefix: `api${id}`,
+    workerDurable: `worker_${id}`,
+  };
+}
+
+/** Small settings that force many cuts and merges. */
+export const SMALL: CoreSettings = {
+  line: 512,
+  tail: [200, 400],
+  outline: [2000, 4000],
+  concurrency: 4,
+};
+
+/**
+ * The fake summarizer of the core tests (text a pure function of the job), answering after a
+ * random 0–3 ms so jobs finish out of order; `failEvery` makes every n-th call fail retryably.
+ */
+export class FakeSummarizer implements MeteredSummarizer {
+  readonly name = "fake";
+  calls = 0;
+  readonly #failEvery: number;
+  readonly #totals: UsageTotals = noUsage();
+
+  constructor(options: { failEvery?: number } = {}) {
+    this.#failEvery = options.failEvery ?? 0;
+  }
+
+  async summarize(job: SummaryJob, signal?: AbortSignal) {
+    this.calls += 1;
+    this.#totals.calls += 1;
+    await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 4)));
+    if (signal?.aborted) throw new SummarizerError("ABORTED", "aborted", { terminal: false });
+    if (this.#failEvery > 0 && this.calls % this.#failEvery === 0) {
+      this.#totals.failures += 1;
+      throw new SummarizerError("SERVER", "fake outage (test)", { terminal: false, status: 503 });
+    }
+    this.#totals.inputTokens += 10;
+    this.#totals.outputTokens += 5;
+    return { text: fakeSummary(job), usage: { inputTokens: 10, cachedTokens: 0, outputTokens: 5 } };
+  }
+
+  usage(): UsageTotals {
+    return { ...this.#totals };
+  }
+}
+
+/** Text of 20 to 900 characters, a pure function of (thread, i): some lines free, some paid. */
+export function messageText(thread: string, i: number): string {
+  const h = hash(`${thread}:${i}`);
+  const size = 20 + (h % 880);
+  const words = ["alpha", "budget", "deploy", "Ana", "north", "ticket", "42", "review", "été"];
+  const out: string[] = [];
+  let length = 0;
+  for (let k = 0; length < size; k++) {
+    const word = words[(h + k * 7) % words.length] as string;
+    out.push(word);
+    length += word.length + 1;
+  }
+  return out.join(" ");
+}
+
+export function chatMessage(thread: string, i: number): Message {
+  const at = new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString();
+  return {
+    id: `${thread}-m${i}`,
+    thread,
+    at,
+    from: i % 3 === 0 ? "north" : "Ana",
+    role: i % 3 === 0 ? "assistant" : "user",
+    text: messageText(thread, i),
+    ...(i % 5 === 0 ? { state: { step: i } } : {}),
+  };
+}
+
+export interface Harness {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  names: InfraNames;
+  s: Subjects;
+  snapshots: KV;
+  /** Per thread: the messages as applied (first copy of each id) with their CHAT sequence. */
+  log: Map<string, { message: Message; seq: number }[]>;
+}
+
+export async function harness(nc: NatsConnection, names: InfraNames): Promise<Harness> {
+  const js = jetstream(nc);
+  const jsm = await jetstreamManager(nc);
+  const snapshots = await new Kvm(js).open(names.kvBucket);
+  return { nc, js, jsm, names, s: subjects(names), snapshots, log: new Map() };
+}
+
+const encoder = new TextEncoder();
+
+/** Publishes a message as the platform does (Nats-Msg-Id = message id unless told otherwise). */
+export async function publishMessage(
+  h: Harness,
+  message: Message,
+  options: { msgID?: string; record?: boolean } = {},
+): Promise<{ seq: number; duplicate: boolean }> {
+  const ack = await h.js.publish(
+    h.s.messageCreated(message.thread),
+    encoder.encode(JSON.stringify(message)),
+    { msgID: options.msgID ?? message.id },
+  );
+  if (options.record !== false && !ack.duplicate) {
+    const log = h.log.get(message.thread) ?? [];
+    if (!log.some((e) => e.message.id === message.id)) log.push({ message, seq: ack.seq });
+    h.log.set(message.thread, log);
+  }
+  return { seq: ack.seq, duplicate: ack.duplicate };
+}
+
+export async function publishRaw(h: Harness, subject: string, data: Uint8Array): Promise<number> {
+  return (await h.js.publish(subject, data)).seq;
+}
+
+export async function readSnapshot(h: Harness, thread: string): Promise<OutlineSnapshot | null> {
+  const entry = await h.snapshots.get(thread);
+  if (!entry || entry.operation !== "PUT") return null;
+  return entry.json<OutlineSnapshot>();
+}
+
+/** Every summary node of a thread on HISTORY, `level:index` → text (one direct get per node). */
+export async function readHistory(h: Harness, thread: string): Promise<Map<string, string>> {
+  const nodes = new Map<string, string>();
+  let seq = 1;
+  for (;;) {
+    const stored = await h.jsm.direct.getMessage(h.names.historyStream, {
+      next_by_subj: h.s.threadHistory(thread),
+      seq,
+    });
+    if (!stored) return nodes;
+    const event = summaryEventSchema.parse(stored.json());
+    const key = `${event.level}:${event.index}`;
+    if (nodes.has(key)) throw new Error(`HISTORY holds node ${key} of ${thread} twice`);
+    nodes.set(key, event.text);
+    seq = stored.seq + 1;
+  }
+}
+
+/** The pure core's snapshot on the thread's log with the summaries read back from HISTORY. */
+export async function expectedSnapshot(
+  h: Harness,
+  thread: string,
+  settings: CoreSettings,
+): Promise<OutlineSnapshot> {
+  const summaries = await readHistory(h, thread);
+  const state = replayLog(initialThreadState(thread, settings), h.log.get(thread) ?? [], (job) => {
+    const text = summaries.get(`${job.level}:${job.index}`);
+    if (text === undefined) throw new Error(`node ${job.name} of ${thread} is not on HISTORY`);
+    return text;
+  });
+  return toSnapshot(state);
+}
+
+/** True once the KV snapshot reflects the thread's last message and nothing is outstanding. */
+export async function isSettled(h: Harness, thread: string): Promise<boolean> {
+  const log = h.log.get(thread) ?? [];
+  const snapshot = await readSnapshot(h, thread);
+  return (
+    snapshot !== null &&
+    snapshot.count === log.length &&
+    snapshot.seq === (log.at(-1)?.seq ?? 0) &&
+    snapshot.pending.jobs === 0 &&
+    snapshot.pending.cuts === 0 &&
+    !snapshot.pending.merging
+  );
+}
+
+export async function waitFor(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 30_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+export async function waitSettled(
+  h: Harness,
+  threads: string[],
+  timeoutMs = 40_000,
+): Promise<void> {
+  await waitFor(
+    `threads ${threads.join(", ")} to settle`,
+    async () => (await Promise.all(threads.map((t) => isSettled(h, t)))).every(Boolean),
+    timeoutMs,
+  );
+}
+
+/** Messages on a stream subject filter (0 when none). */
+export async function countOn(h: Harness, stream: string, filter: string): Promise<number> {
+  const info = await h.jsm.streams.info(stream, { subjects_filter: filter });
+  return Object.values(info.state.subjects ?? {}).reduce((a, b) => a + b, 0);
+}

@@ -1,0 +1,277 @@
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { connectNats } from "../services/nats/connect.ts";
+import { DEAD_LETTER_HEADERS, ensureTopology } from "../services/nats/topology.ts";
+import { idKey } from "../services/thread-worker/id-index.ts";
+import { quietLogger } from "../services/thread-worker/log.ts";
+import { M } from "../services/thread-worker/metrics.ts";
+import {
+  startThreadWorker,
+  workerMetricsSubject,
+  type ThreadWorker,
+  type ThreadWorkerOptions,
+} from "../services/thread-worker/worker.ts";
+import {
+  chatMessage,
+  countOn,
+  expectedSnapshot,
+  FakeSummarizer,
+  harness,
+  publishMessage,
+  publishRaw,
+  readSnapshot,
+  SMALL,
+  uniqueNames,
+  waitFor,
+  waitSettled,
+  type Harness,
+} from "./support/thread-worker.ts";
+
+const connections: NatsConnection[] = [];
+const workers: ThreadWorker[] = [];
+
+async function connect(name: string): Promise<NatsConnection> {
+  const nc = await connectNats({ url: inject("natsUrl"), name });
+  connections.push(nc);
+  return nc;
+}
+
+afterEach(async () => {
+  for (const w of workers.splice(0)) await w.stop().catch(() => {});
+  for (const nc of connections.splice(0)) await nc.close().catch(() => {});
+});
+
+async function setup(): Promise<Harness> {
+  const names = uniqueNames();
+  const nc = await connect("thread-worker-test");
+  await ensureTopology(nc, names);
+  return harness(nc, names);
+}
+
+async function start(
+  h: Harness,
+  extra: Partial<ThreadWorkerOptions> = {},
+  nc?: NatsConnection,
+): Promise<ThreadWorker> {
+  const worker = await startThreadWorker({
+    nc: nc ?? h.nc,
+    names: h.names,
+    settings: SMALL,
+    summarizer: new FakeSummarizer(),
+    log: quietLogger,
+    snapshotDelayMs: 20,
+    ...extra,
+  });
+  workers.push(worker);
+  return worker;
+}
+
+async function expectMatchesCore(h: Harness, threads: string[]): Promise<void> {
+  for (const thread of threads) {
+    const actual = await readSnapshot(h, thread);
+    expect(actual, `snapshot of ${thread}`).toEqual(await expectedSnapshot(h, thread, SMALL));
+  }
+}
+
+/** Publishes messages `from`…`to - 1` of each thread, interleaved as a platform would. */
+async function publishRange(h: Harness, threads: string[], from: number, to: number) {
+  for (let i = from; i < to; i++) {
+    await Promise.all(threads.map((t) => publishMessage(h, chatMessage(t, i))));
+  }
+}
+
+describe("thread worker", () => {
+  it("applies 500 messages on 4 threads: each KV snapshot equals the pure core on the same log and HISTORY's summaries", async () => {
+    const h = await setup();
+    const summarizer = new FakeSummarizer({ failEvery: 7 });
+    const worker = await start(h, {
+      summarizer,
+      idleMs: 300,
+      jobTiming: { retryBaseMs: 5, retryCapMs: 20 },
+    });
+    const threads = ["alpha", "beta", "gamma", "delta"];
+    await publishRange(h, threads, 0, 125);
+    await waitSettled(h, threads);
+    await expectMatchesCore(h, threads);
+
+    const snapshot = await readSnapshot(h, "alpha");
+    expect(snapshot?.count).toBe(125);
+    expect(snapshot?.boundary).toBeGreaterThan(100);
+    expect(worker.metrics.get(M.events, { kind: "message" })).toBe(500);
+    expect(worker.metrics.get(M.cuts)).toBeGreaterThan(40);
+    expect(worker.metrics.get(M.merges)).toBeGreaterThan(0);
+    expect(worker.metrics.get(M.summaryRetries)).toBeGreaterThan(0);
+    expect(worker.metrics.get(M.summaries, { kind: "leaf", source: "model" })).toBeGreaterThan(0);
+    expect(worker.metrics.get(M.summaries, { kind: "leaf", source: "free" })).toBeGreaterThan(0);
+
+    // Served over NATS as Prometheus text.
+    const reply = await h.nc.request(workerMetricsSubject(h.names), "", { timeout: 5_000 });
+    const text = reply.string();
+    expect(text).toContain(`${M.events}{kind="message"} 500`);
+    expect(text).toMatch(new RegExp(`${M.lag} 0\\n`));
+    expect(text).toMatch(/outline_worker_summarizer_tokens_total\{type="input"\} [1-9]/);
+
+    // Idle actors leave memory; the next message rehydrates them (tail texts read back from CHAT).
+    await waitFor("idle actors to be passivated", () => worker.registry.size === 0, 10_000);
+    expect(worker.metrics.get(M.passivations)).toBe(4);
+    await publishRange(h, threads, 125, 130);
+    await waitSettled(h, threads);
+    expect(worker.metrics.get(M.rehydrations)).toBe(4);
+    await expectMatchesCore(h, threads);
+  });
+
+  it("dead-letters malformed events with their reason and original bytes; the thread goes on", async () => {
+    const h = await setup();
+    await start(h);
+    await publishMessage(h, chatMessage("t1", 0));
+    const notJson = new TextEncoder().encode("{not json");
+    const noAuthor = { ...chatMessage("t1", 1), from: undefined };
+    const wrongThread = chatMessage("other", 2);
+    const badDelete = { thread: "t1", at: "yesterday" };
+    const seqs = [
+      await publishRaw(h, h.s.messageCreated("t1"), notJson),
+      await publishRaw(
+        h,
+        h.s.messageCreated("t1"),
+        new TextEncoder().encode(JSON.stringify(noAuthor)),
+      ),
+      await publishRaw(
+        h,
+        h.s.messageCreated("t1"),
+        new TextEncoder().encode(JSON.stringify(wrongThread)),
+      ),
+      await publishRaw(
+        h,
+        h.s.threadDeleted("t1"),
+        new TextEncoder().encode(JSON.stringify(badDelete)),
+      ),
+    ];
+    for (let i = 3; i < 20; i++) await publishMessage(h, chatMessage("t1", i));
+    await waitSettled(h, ["t1"]);
+    await expectMatchesCore(h, ["t1"]);
+
+    const dead = await h.jsm.streams.info(h.names.deadStream);
+    expect(dead.state.messages).toBe(4);
+    const reasons: Record<number, string> = {};
+    const bodies: Record<number, Uint8Array> = {};
+    for (let seq = dead.state.first_seq; seq <= dead.state.last_seq; seq++) {
+      const m = await h.jsm.streams.getMessage(h.names.deadStream, { seq });
+      const source = Number(m?.header.get(DEAD_LETTER_HEADERS.seq));
+      reasons[source] = m?.header.get(DEAD_LETTER_HEADERS.reason) ?? "";
+      bodies[source] = m?.data ?? new Uint8Array();
+    }
+    const [s0, s1, s2, s3] = seqs as [number, number, number, number];
+    expect(reasons[s0]).toMatch(/not UTF-8 JSON/);
+    expect(bodies[s0]).toEqual(notJson);
+    expect(reasons[s1]).toMatch(/from/);
+    expect(reasons[s2]).toMatch(/names thread 'other'.*thread 't1'/);
+    expect(reasons[s3]).toMatch(/thread.deleted body does not match.*at/);
+    // The invalid delete did not delete anything.
+    expect((await readSnapshot(h, "t1"))?.count).toBe(18);
+  });
+
+  it("applies a message id once: same Nats-Msg-Id, a new Nats-Msg-Id, and long after it left the tail", async () => {
+    const h = await setup();
+    const worker = await start(h);
+    const first = chatMessage("dup", 0);
+    await publishMessage(h, first);
+    const again = await publishMessage(h, first);
+    expect(again.duplicate).toBe(true); // the stream's window
+    for (let i = 1; i < 40; i++) await publishMessage(h, chatMessage("dup", i));
+    // Past the window, as the platform would after 2 minutes: another Nats-Msg-Id, same id.
+    await publishMessage(h, first, { msgID: "republished-0" });
+    await publishMessage(h, chatMessage("dup", 39), { msgID: "republished-39" });
+    await publishMessage(h, chatMessage("dup", 40));
+    await waitSettled(h, ["dup"]);
+    await expectMatchesCore(h, ["dup"]);
+    const snapshot = await readSnapshot(h, "dup");
+    expect(snapshot?.count).toBe(41);
+    expect(snapshot?.boundary).toBeGreaterThan(1); // message 0 left the tail long ago
+    expect(worker.metrics.get(M.duplicates, { why: "id" })).toBe(2);
+    expect(worker.metrics.get(M.events, { kind: "message" })).toBe(41);
+  });
+
+  it("thread.deleted leaves nothing behind, and later messages are dead-lettered", async () => {
+    const h = await setup();
+    const worker = await start(h);
+    for (let i = 0; i < 60; i++) {
+      await publishMessage(h, chatMessage("gone", i));
+      await publishMessage(h, chatMessage("kept", i));
+    }
+    await waitSettled(h, ["gone", "kept"]);
+    expect(await countOn(h, h.names.historyStream, h.s.threadHistory("gone"))).toBeGreaterThan(0);
+
+    const deleteSeq = await publishRaw(
+      h,
+      h.s.threadDeleted("gone"),
+      new TextEncoder().encode(JSON.stringify({ thread: "gone", at: "2026-02-01T00:00:00Z" })),
+    );
+    await waitFor(
+      "the snapshot to be erased",
+      async () => (await readSnapshot(h, "gone")) === null,
+    );
+    await waitFor(
+      "CHAT to be purged",
+      async () => (await countOn(h, h.names.chatStream, h.s.threadChat("gone"))) === 0,
+    );
+    expect(await countOn(h, h.names.historyStream, h.s.threadHistory("gone"))).toBe(0);
+    const ids = `$KV.${worker.buckets.names.ids}.gone.>`;
+    expect(await countOn(h, `KV_${worker.buckets.names.ids}`, ids)).toBe(0);
+    expect(await worker.buckets.ids.get(idKey("gone", "gone-m3"))).toBeNull();
+    expect(deleteSeq).toBeGreaterThan(0);
+
+    // The other thread is untouched.
+    await expectMatchesCore(h, ["kept"]);
+
+    const late = chatMessage("gone", 61);
+    const lateSeq = (await publishMessage(h, late, { record: false })).seq;
+    await waitFor("the late message to be dead-lettered", async () => {
+      const info = await h.jsm.streams.info(h.names.deadStream);
+      return info.state.messages === 1;
+    });
+    const letter = await h.jsm.streams.getMessage(h.names.deadStream, {
+      last_by_subj: h.names.deadSubject,
+    });
+    expect(letter?.header.get(DEAD_LETTER_HEADERS.reason)).toMatch(/^thread deleted/);
+    expect(Number(letter?.header.get(DEAD_LETTER_HEADERS.seq))).toBe(lateSeq);
+    await waitFor(
+      "the late message to leave CHAT",
+      async () => (await countOn(h, h.names.chatStream, h.s.threadChat("gone"))) === 0,
+    );
+    expect(await readSnapshot(h, "gone")).toBeNull();
+  });
+
+  it("a crashed worker's successor ends in the same snapshots, no message applied twice", async () => {
+    const h = await setup();
+    const threads = ["c1", "c2", "c3"];
+    const ncA = await connect("worker-a");
+    const workerA = await start(h, { ackWaitMs: 1_500 }, ncA);
+    const publishing = publishRange(h, threads, 0, 150);
+    await waitFor(
+      "worker A to be mid-stream",
+      () => workerA.metrics.get(M.events, { kind: "message" }) >= 120,
+      30_000,
+    );
+    // A crash: no drain, no final write, the connection just goes.
+    workerA.abandon();
+    workers.splice(workers.indexOf(workerA), 1);
+    await ncA.close();
+    await publishing;
+
+    const workerB = await start(h, { ackWaitMs: 1_500 });
+    await waitSettled(h, threads);
+    await expectMatchesCore(h, threads);
+    for (const t of threads) expect((await readSnapshot(h, t))?.count).toBe(150);
+    // B saw what A had not stored, once: a redelivery after the ack wait is skipped by sequence.
+    await waitFor(
+      "every redelivery to be acknowledged",
+      async () => {
+        const info = await h.jsm.consumers.info(h.names.chatStream, h.names.workerDurable);
+        return info.num_ack_pending === 0 && info.num_pending === 0;
+      },
+      20_000,
+    );
+    await expectMatchesCore(h, threads);
+    expect(workerB.metrics.get(M.rehydrations)).toBeGreaterThan(0);
+  });
+});
