@@ -25,9 +25,22 @@ export function fakeSummary(job: SummaryJob): string {
   return (head + "s".repeat(Math.max(0, size - head.length))).slice(0, size);
 }
 
-export function makeMessage(thread: string, i: number, text: string, extra: Partial<Message> = {}): Message {
+export function makeMessage(
+  thread: string,
+  i: number,
+  text: string,
+  extra: Partial<Message> = {},
+): Message {
   const at = new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString();
-  return { id: `${thread}-m${i}`, thread, at, from: i % 3 === 0 ? "north" : "Ana", role: "user", text, ...extra };
+  return {
+    id: `${thread}-m${i}`,
+    thread,
+    at,
+    from: i % 3 === 0 ? "north" : "Ana",
+    role: "user",
+    text,
+    ...extra,
+  };
 }
 
 const alphabet = "abcdefghij klmnop qrstuvwxyz.,\nAé中😀";
