@@ -64,12 +64,23 @@ const threadSetup = setup({
     // Effects, provided by the host. The defaults do nothing so pure transitions can be tested.
     requestSummary: (_, _params: { job: SummaryJob }) => {},
     snapshotChanged: (_, _params: SnapshotChange) => {},
-    skipped: (_, _params: { thread: string; outcome: Exclude<AppendOutcome, { type: "applied" }>; messageId: string; seq: number }) => {},
+    skipped: (
+      _,
+      _params: {
+        thread: string;
+        outcome: Exclude<AppendOutcome, { type: "applied" }>;
+        messageId: string;
+        seq: number;
+      },
+    ) => {},
     erased: (_, _params: { thread: string; seq: number }) => {},
 
     build: assign(({ context, event }) => {
       if (event.type !== "summary.built") return {};
-      return { core: summaryBuilt(context.core, { level: event.level, index: event.index }, event.text).state };
+      return {
+        core: summaryBuilt(context.core, { level: event.level, index: event.index }, event.text)
+          .state,
+      };
     }),
     fail: assign(({ context, event }) => {
       if (event.type !== "summary.failed") return {};
@@ -84,7 +95,8 @@ const threadSetup = setup({
   guards: {
     merging: ({ context }) => context.core.batch !== null,
     cutting: ({ context }) => context.core.cuts.length > 0,
-    summarizing: ({ context }) => context.core.inflight.length > 0 || context.core.wanted.length > 0,
+    summarizing: ({ context }) =>
+      context.core.inflight.length > 0 || context.core.wanted.length > 0,
   },
 });
 
@@ -114,7 +126,8 @@ const dispatch = threadSetup.enqueueActions(({ context, enqueue }) => {
   const { state, started } = takeJobs(context.core);
   if (started.length === 0) return;
   enqueue.assign({ core: state });
-  for (const ref of started) enqueue({ type: "requestSummary", params: { job: jobFor(state, ref) } });
+  for (const ref of started)
+    enqueue({ type: "requestSummary", params: { job: jobFor(state, ref) } });
 });
 
 const notify = threadSetup.enqueueActions(({ context, enqueue }) => {
@@ -127,7 +140,9 @@ const notify = threadSetup.enqueueActions(({ context, enqueue }) => {
 
 export const threadMachine = threadSetup.createMachine({
   id: "thread",
-  context: ({ input }) => ({ core: initialThreadState(input.thread, input.settings, input.complete ?? true) }),
+  context: ({ input }) => ({
+    core: initialThreadState(input.thread, input.settings, input.complete ?? true),
+  }),
   initial: "route",
   on: {
     "message.created": { target: ".route", actions: [append, dispatch, notify] },
