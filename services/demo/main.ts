@@ -1,0 +1,175 @@
+import { parseArgs } from "node:util";
+import { jetstream } from "@nats-io/jetstream";
+import type { OpenAIMessage } from "../../shared/prompt.ts";
+import type { OutlineSnapshot } from "../../shared/snapshot.ts";
+import { loadSettings } from "../config/load.ts";
+import { connectNats, redactUrl } from "../nats/connect.ts";
+import { subjects } from "../nats/subjects.ts";
+import { ensureTopology } from "../nats/topology.ts";
+import { createOperations, type Operations } from "../prompt-builder/operations.ts";
+import { createReader } from "../prompt-builder/reader.ts";
+import { plantedFacts, script } from "./script.ts";
+
+const USAGE = `usage: npm run demo -- [--thread T] [--messages N] [--every K]
+
+Plays a scripted conversation (N messages, default 3000, with planted facts) into the running
+system at NATS_URL, and shows every K messages (default 250) the prompt size staying bounded,
+cuts and merges as they happen, then the zoom path down to a planted fact. Run the worker with
+small settings to see many cuts, e.g. HISTORY_TAIL=2000,4000 HISTORY_OUTLINE=6000,12000.`;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const kb = (n: number) => `${(n / 1024).toFixed(1)} KB`;
+
+async function snapshotOf(ops: Operations, thread: string): Promise<OutlineSnapshot | undefined> {
+  try {
+    return await ops.outline({ thread });
+  } catch {
+    return undefined;
+  }
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      thread: { type: "string" },
+      messages: { type: "string" },
+      every: { type: "string" },
+      config: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const count = Number(values.messages ?? 3000);
+  const every = Number(values.every ?? 250);
+  if (!Number.isInteger(count) || count < 10 || !Number.isInteger(every) || every < 1) {
+    console.error(`demo: --messages must be a whole number ≥ 10 and --every ≥ 1\n\n${USAGE}`);
+    return 2;
+  }
+  const thread = values.thread ?? `demo-${Date.now().toString(36)}`;
+  const config = loadSettings();
+  const url = config.settings.natsUrl ?? "nats://127.0.0.1:4222";
+  const nc = await connectNats({
+    url,
+    name: "outline-demo",
+    auth: config.auth,
+    startupTimeoutMs: 3_000,
+  });
+  await ensureTopology(nc, config.names, { replicas: config.replicas });
+  const js = jetstream(nc);
+  const s = subjects(config.names);
+  const ops = createOperations(createReader(nc, config.names), {
+    tailCap: 2 * config.settings.tail[1],
+  });
+  console.log(
+    `demo: ${count} messages into thread ${thread} at ${redactUrl(url)} (tail ${config.settings.tail.join(",")}, outline ${config.settings.outline.join(",")}; the worker must use the same)`,
+  );
+
+  let lastBoundary = 0;
+  let lastMerges = 0;
+  let maxPrompt = 0;
+  let conversation = 0;
+  let lastSeq = 0;
+  // Waits (bounded) for the worker to apply what was sent, so each report shows the cuts and
+  // merges of its stretch of the conversation rather than a worker far behind.
+  const caughtUp = async (ms: number) => {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const snap = await snapshotOf(ops, thread);
+      if (snap && snap.seq >= lastSeq && snap.pending.jobs === 0 && snap.pending.cuts === 0)
+        return true;
+      if (Date.now() > deadline) return false;
+      await sleep(100);
+    }
+  };
+  const report = async (sent: number) => {
+    await caughtUp(15_000);
+    const snap = await snapshotOf(ops, thread);
+    const prompt = await ops.prompt({ thread, agent: "agent" });
+    const bytes = (prompt.messages as OpenAIMessage[]).reduce(
+      (n, m) => n + Buffer.byteLength(m.content),
+      0,
+    );
+    maxPrompt = Math.max(maxPrompt, bytes);
+    if (snap && snap.boundary > lastBoundary) {
+      console.log(`  cut: boundary ${lastBoundary} → ${snap.boundary}`);
+      lastBoundary = snap.boundary;
+    }
+    const merges = snap ? snap.boundary - snap.lines.length : 0;
+    if (merges > lastMerges) {
+      console.log(
+        `  merges: ${merges - lastMerges} more (outline now ${snap?.lines.length} lines, ${kb(snap?.bytes ?? 0)})`,
+      );
+      lastMerges = merges;
+    }
+    console.log(
+      `${String(sent).padStart(6)} sent  conversation ${kb(conversation).padStart(9)}  prompt ${kb(bytes).padStart(8)} (${prompt.messages.length} msgs, outline ${prompt.stats.lines} lines, tail ~${prompt.stats.tailTokens} tok)`,
+    );
+  };
+
+  let sent = 0;
+  for (const message of script(thread, count)) {
+    const ack = await js.publish(s.messageCreated(thread), JSON.stringify(message), {
+      msgID: message.id,
+    });
+    lastSeq = ack.seq;
+    conversation += Buffer.byteLength(message.text);
+    sent += 1;
+    if (sent % every === 0) await report(sent);
+  }
+  // Let the worker catch up, so the outline covers the planted facts.
+  if (!(await caughtUp(120_000))) {
+    console.error(
+      "demo: the worker did not catch up within 120 s; is it running against the same NATS_URL?",
+    );
+    return 1;
+  }
+  await report(sent);
+  console.log(
+    `prompt stayed at most ${kb(maxPrompt)} while the conversation grew to ${kb(conversation)} (${((100 * maxPrompt) / Math.max(1, conversation)).toFixed(1)}%)`,
+  );
+
+  const snap = (await snapshotOf(ops, thread)) as OutlineSnapshot;
+  const fact =
+    plantedFacts(count).find((f) => f.position < snap.boundary) ?? plantedFacts(count)[0];
+  if (!fact) return 0;
+  console.log(`\nzoom path to message ${fact.position} ("${fact.text}"):`);
+  const line = snap.lines.find((l) => l.id <= fact.position && fact.position < l.id + l.n);
+  if (!line) {
+    console.log(`  message ${fact.position} is still whole in the tail; nothing to zoom`);
+    return 0;
+  }
+  console.log(`  outline line ${line.id}+${line.n}|${line.text.slice(0, 120)}`);
+  let id = line.id;
+  let n = line.n;
+  while (n > 1) {
+    const reply = await ops.zoom({ thread, id, n });
+    if (!("lines" in reply)) break;
+    for (const l of reply.lines) {
+      const mark = l.id <= fact.position && fact.position < l.id + l.n ? "→" : " ";
+      console.log(`  ${mark} zoom(${id}, ${n}): ${l.id}+${l.n}|${l.text.slice(0, 110)}`);
+    }
+    const half = reply.lines.find((l) => l.id <= fact.position && fact.position < l.id + l.n);
+    if (!half) break;
+    id = half.id;
+    n = half.n;
+  }
+  const whole = await ops.zoom({ thread, id: fact.position, n: 1 });
+  if ("message" in whole) {
+    console.log(
+      `  zoom(${fact.position}, 1): ${whole.message.from} at ${whole.message.at}: ${whole.message.text}`,
+    );
+  }
+  await nc.drain();
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(`demo: ${(err as Error).message}`);
+    process.exit(1);
+  },
+);
