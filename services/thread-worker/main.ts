@@ -3,6 +3,7 @@ import { loadSettings } from "../config/load.ts";
 import { connectNats, redactUrl } from "../nats/connect.ts";
 import { ensureTopology } from "../nats/topology.ts";
 import { createSummarizer } from "../summarizer/index.ts";
+import { createWorkerInspector, inspectUrlFromArgv } from "./inspect.ts";
 import { consoleLogger, errorText } from "./log.ts";
 import {
   DEFAULT_ACK_WAIT_MS,
@@ -37,6 +38,10 @@ async function main(): Promise<void> {
   const idleMs = millis(config.values, "OUTLINE_IDLE_MS", DEFAULT_IDLE_MS);
   const ackWaitMs = millis(config.values, "OUTLINE_ACK_WAIT_MS", DEFAULT_ACK_WAIT_MS);
   const summarizer = createSummarizer(config.settings, config.values);
+  // --inspect[=ws://host:port]: thread actors observable in `outline inspect` or Stately's UI.
+  const inspectUrl = inspectUrlFromArgv(process.argv.slice(2));
+  const inspector = inspectUrl === undefined ? undefined : createWorkerInspector(inspectUrl);
+  if (inspectUrl !== undefined) log.info(`sending inspection events to ${inspectUrl}`);
   const url = config.settings.natsUrl ?? "nats://127.0.0.1:4222";
   const nc = await connectNats({ url, name: "outline-thread-worker", auth: config.auth });
   await ensureTopology(nc, config.names, { replicas: config.replicas });
@@ -49,6 +54,7 @@ async function main(): Promise<void> {
     replicas: config.replicas,
     idleMs,
     ackWaitMs,
+    ...(inspector ? { inspect: inspector.inspect } : {}),
   });
   log.info(
     `consuming ${config.names.chatStream} as ${config.names.workerDurable} at ${redactUrl(url)} with ${summarizer.name} (concurrency ${config.settings.concurrency}); metrics on ${workerMetricsSubject(config.names)}`,
