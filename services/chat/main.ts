@@ -10,6 +10,7 @@ import { createOperations } from "../prompt-builder/operations.ts";
 import { createReader } from "../prompt-builder/reader.ts";
 import { echoAgent, openAIAgent } from "./agent.ts";
 import { CHAT_HELP, createChat } from "./chat.ts";
+import { natsUrlOf } from "../config/nats-url.ts";
 
 const USAGE = `usage: npm run chat -- [--thread T] [--as NAME] [--agent NAME] [--model MODEL]
 
@@ -49,7 +50,7 @@ async function main(): Promise<number> {
     return 2;
   }
   const config = loadSettings();
-  const url = config.settings.natsUrl ?? "nats://127.0.0.1:4222";
+  const url = natsUrlOf(config);
   const nc = await connectNats({
     url,
     name: "outline-chat",

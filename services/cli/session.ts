@@ -4,6 +4,7 @@ import { loadSettings, type Config } from "../config/load.ts";
 import { connectNats } from "../nats/connect.ts";
 import { createOperations, type Operations } from "../prompt-builder/operations.ts";
 import { createReader, type ThreadReader } from "../prompt-builder/reader.ts";
+import { natsUrlOf } from "../config/nats-url.ts";
 
 /** What a command talks to: the same settings and NATS_URL as the services. */
 export interface Session {
@@ -14,13 +15,10 @@ export interface Session {
   operations: Operations;
 }
 
-// `npm start` runs its nats-server here when the port is free; a CLI without NATS_URL tries it.
-export const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
-
 /** Connects for one command and closes afterwards, whatever the command did. */
 export async function withSession<T>(use: (session: Session) => Promise<T>): Promise<T> {
   const config = loadSettings();
-  const url = config.settings.natsUrl ?? DEFAULT_NATS_URL;
+  const url = natsUrlOf(config);
   const nc = await connectNats({
     url,
     name: "outline-cli",

@@ -9,6 +9,7 @@ import { ensureTopology } from "../nats/topology.ts";
 import { createOperations, type Operations } from "../prompt-builder/operations.ts";
 import { createReader } from "../prompt-builder/reader.ts";
 import { plantedFacts, script } from "./script.ts";
+import { natsUrlOf } from "../config/nats-url.ts";
 
 const USAGE = `usage: npm run demo -- [--thread T] [--messages N] [--every K]
 
@@ -50,7 +51,7 @@ async function main(): Promise<number> {
   }
   const thread = values.thread ?? `demo-${Date.now().toString(36)}`;
   const config = loadSettings();
-  const url = config.settings.natsUrl ?? "nats://127.0.0.1:4222";
+  const url = natsUrlOf(config);
   const nc = await connectNats({
     url,
     name: "outline-demo",

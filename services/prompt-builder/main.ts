@@ -8,6 +8,7 @@ import { createMetrics } from "./metrics.ts";
 import { serveNatsApi } from "./nats-api.ts";
 import { createOperations } from "./operations.ts";
 import { createReader } from "./reader.ts";
+import { natsUrlOf } from "../config/nats-url.ts";
 
 // Wiring only: settings → NATS → reader → operations → HTTP and NATS transports; drain on signal.
 const log = (line: string) => console.error(line);
@@ -17,7 +18,7 @@ async function main(): Promise<void> {
   for (const warning of config.warnings) log(`prompt-builder: warning: ${warning}`);
   const { host, port } = config.settings;
   const token = apiToken(host, config.values);
-  const url = config.settings.natsUrl ?? "nats://127.0.0.1:4222";
+  const url = natsUrlOf(config);
   const nc = await connectNats({ url, name: "outline-prompt-builder", auth: config.auth });
   try {
     await ensureTopology(nc, config.names, { replicas: config.replicas });

@@ -7,6 +7,7 @@ import { CONFIG_VARIABLE, loadSettings, type Config } from "../config/load.ts";
 import { redactUrl } from "../nats/connect.ts";
 import { startNatsServer, type LocalNats } from "./nats-server.ts";
 import { describeExit, ManagedProcess, waitForHttp, type Exit } from "./processes.ts";
+import { removeLocalNatsUrl, writeLocalNatsUrl } from "../config/nats-url.ts";
 
 export interface ServiceEntry {
   /** Shown before each line it prints. */
@@ -111,8 +112,8 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
 
   let local: LocalNats | undefined;
   let natsUrl = config.settings.natsUrl;
+  const dataDir = options.dataDir ?? join(cwd, ".data");
   if (natsUrl === undefined) {
-    const dataDir = options.dataDir ?? join(cwd, ".data");
     mkdirSync(dataDir, { recursive: true });
     try {
       local = await startNatsServer({
@@ -126,6 +127,7 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
     }
     started.add(local.process);
     natsUrl = local.url;
+    writeLocalNatsUrl(dataDir, natsUrl);
   }
 
   const childEnv: NodeJS.ProcessEnv = { ...env, NATS_URL: natsUrl };
@@ -174,6 +176,7 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
   const orderly = (async () => {
     await Promise.all(services.map((p) => p.stop("SIGTERM", graceMs)));
     await local?.stop();
+    if (local) removeLocalNatsUrl(dataDir);
     return code;
   })();
   const forced = control.force.then((why) => {

@@ -11,6 +11,7 @@ import {
   startThreadWorker,
   workerMetricsSubject,
 } from "./worker.ts";
+import { natsUrlOf } from "../config/nats-url.ts";
 
 // Wiring only: settings → NATS → topology → summarizer → worker; drain on SIGTERM/SIGINT.
 const log = consoleLogger();
@@ -42,7 +43,7 @@ async function main(): Promise<void> {
   const inspectUrl = inspectUrlFromArgv(process.argv.slice(2));
   const inspector = inspectUrl === undefined ? undefined : createWorkerInspector(inspectUrl);
   if (inspectUrl !== undefined) log.info(`sending inspection events to ${inspectUrl}`);
-  const url = config.settings.natsUrl ?? "nats://127.0.0.1:4222";
+  const url = natsUrlOf(config);
   const nc = await connectNats({ url, name: "outline-thread-worker", auth: config.auth });
   await ensureTopology(nc, config.names, { replicas: config.replicas });
   const worker = await startThreadWorker({

@@ -13,6 +13,7 @@ import { createProgress, type ProgressOutput } from "./progress.ts";
 import { parseChatEvent, readHistory, readStream } from "./read.ts";
 import { ThreadReplay, type ChatEvent, type Resummarize } from "./rebuild.ts";
 import { createResummarizer } from "./resummarize.ts";
+import { natsUrlOf } from "../../config/nats-url.ts";
 
 export interface ReplayDeps {
   env?: Readonly<Record<string, string | undefined>>;
@@ -246,7 +247,7 @@ export async function run(argv: readonly string[], deps: ReplayDeps = {}): Promi
     }
     const config = loadSettings(deps.env ?? process.env, argv);
     for (const warning of config.warnings) stderr.write(`replay: warning: ${warning}\n`);
-    const url = config.settings.natsUrl ?? "nats://127.0.0.1:4222";
+    const url = natsUrlOf(config);
     nc = await connectNats({
       url,
       name: "outline-replay",
