@@ -274,4 +274,35 @@ describe("thread worker", () => {
     await expectMatchesCore(h, threads);
     expect(workerB.metrics.get(M.rehydrations)).toBeGreaterThan(0);
   });
+
+  it("a thread stored with summaries outstanding is woken at start, with no new event", async () => {
+    const h = await setup();
+    const threads = ["w1", "w2"];
+    // Worker A's model never answers: every message is stored, every summary stays outstanding.
+    const silent = new FakeSummarizer();
+    silent.summarize = (_job, signal) =>
+      new Promise((_, reject) =>
+        signal?.addEventListener("abort", () => reject(new Error("aborted"))),
+      );
+    const ncA = await connect("worker-a");
+    const workerA = await start(h, { summarizer: silent }, ncA);
+    await publishRange(h, threads, 0, 40);
+    await waitFor("worker A to store and acknowledge every message", async () => {
+      const info = await h.jsm.consumers.info(h.names.chatStream, h.names.workerDurable);
+      return info.num_ack_pending === 0 && info.num_pending === 0;
+    });
+    const stuck = await readSnapshot(h, "w1");
+    expect(stuck?.count).toBe(40);
+    expect(stuck?.pending.jobs).toBeGreaterThan(0);
+    workerA.abandon();
+    workers.splice(workers.indexOf(workerA), 1);
+    await ncA.close();
+
+    await start(h);
+    await waitSettled(h, threads);
+    await expectMatchesCore(h, threads);
+    expect(await countOn(h, `KV_${h.names.kvBucket}-busy`, `$KV.${h.names.kvBucket}-busy.>`)).toBe(
+      0,
+    );
+  });
 });

@@ -5,15 +5,21 @@ import type { InfraNames } from "../config/names.ts";
 /**
  * The worker's own buckets, named after the snapshot bucket so that a test or a second
  * deployment with its own OUTLINE_KV_BUCKET gets its own set: `outline-actors` (the persisted
- * actor state per thread) and `outline-ids` (which CHAT sequence first carried a message id).
+ * actor state per thread), `outline-ids` (which CHAT sequence first carried a message id) and
+ * `outline-busy` (threads with summaries or cuts outstanding, woken at start).
  */
 export interface WorkerBucketNames {
   actors: string;
   ids: string;
+  busy: string;
 }
 
 export function workerBucketNames(names: Pick<InfraNames, "kvBucket">): WorkerBucketNames {
-  return { actors: `${names.kvBucket}-actors`, ids: `${names.kvBucket}-ids` };
+  return {
+    actors: `${names.kvBucket}-actors`,
+    ids: `${names.kvBucket}-ids`,
+    busy: `${names.kvBucket}-busy`,
+  };
 }
 
 export interface WorkerBuckets {
@@ -22,6 +28,8 @@ export interface WorkerBuckets {
   actors: KV;
   /** key = `<thread>.<hash(message id)>`; value = the CHAT sequence that first carried it. */
   ids: KV;
+  /** key = thread, present while the thread has work outstanding (see busy-index.ts). */
+  busy: KV;
   /** The snapshot bucket of SPEC §8 (created by ensureTopology). */
   snapshots: KV;
 }
@@ -56,6 +64,13 @@ export async function ensureWorkerBuckets(
     description:
       "Message ids applied per thread: <thread>.<hash(id)> = first CHAT sequence, so an id re-published after the duplicate window is applied once",
   });
+  const busy = await kvm.create(bucketNames.busy, {
+    history: 1,
+    storage: StorageType.File,
+    replicas,
+    description:
+      "Threads with summaries or cuts outstanding: a worker starting wakes them, since no new event may come",
+  });
   const snapshots = await kvm.open(names.kvBucket);
-  return { names: bucketNames, actors, ids, snapshots };
+  return { names: bucketNames, actors, ids, busy, snapshots };
 }

@@ -15,6 +15,26 @@ export type ChatEvent =
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
+ * Why `subject` is not a chat event subject, in words the publisher can act on: a bad thread id
+ * token and an unknown event type are named as such (a stream wider than ours may capture both).
+ */
+export function chatSubjectProblem(prefix: string, subject: string): string {
+  const usage = `publish on ${prefix}.<thread>.message.created or ${prefix}.<thread>.thread.deleted (SPEC §7)`;
+  const rest = subject.startsWith(`${prefix}.`) ? subject.slice(prefix.length + 1) : undefined;
+  const parts = rest?.split(".");
+  if (parts?.length === 3) {
+    const [thread, a, b] = parts as [string, string, string];
+    const kind = `${a}.${b}`;
+    if (kind !== "message.created" && kind !== "thread.deleted") {
+      return `'${kind}' is not an event type outline knows; ${usage}`;
+    }
+    const shown = thread.length > 40 ? `${thread.slice(0, 40)}…` : thread;
+    return `thread id '${shown}' in subject is ${thread.length} characters; a thread id is 1–128 characters of A-Z, a-z, 0-9, '_' or '-' (it is a subject token): use such an id for the thread`;
+  }
+  return `subject '${subject.slice(0, 200)}' is not a chat event subject (a thread id cannot contain '.'); ${usage}`;
+}
+
+/**
  * Parses and validates one CHAT event (SPEC §7). Never throws: anything wrong is an `invalid`
  * event whose reason says what was wrong and what the publisher should send instead. `thread` is
  * the thread the subject names (undefined when the subject is not a chat event subject).
@@ -30,7 +50,7 @@ export function decodeChatEvent(
       thread: undefined,
       event: {
         kind: "invalid",
-        reason: `subject '${subject}' is not a chat event subject; publish on <prefix>.<thread>.message.created or <prefix>.<thread>.thread.deleted (SPEC §7)`,
+        reason: chatSubjectProblem(s.chatPrefix, subject),
       },
     };
   }

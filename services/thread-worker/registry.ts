@@ -33,6 +33,11 @@ export class ThreadRegistry {
     this.#slot(thread).enqueueChat(msg);
   }
 
+  /** Loads a thread that has work outstanding though no event is coming (see BusyIndex). */
+  wake(thread: string): void {
+    this.#slot(thread).wake();
+  }
+
   #slot(thread: string): ThreadSlot {
     let slot = this.#slots.get(thread);
     if (!slot) {

@@ -16,6 +16,7 @@ import {
   type PersistedActor,
 } from "./actor-store.ts";
 import { kvStream, kvSubject } from "./buckets.ts";
+import { BusyIndex } from "./busy-index.ts";
 import { ChatReadError, nextThreadEvent } from "./chat-reader.ts";
 import { decodeChatEvent, type ChatEvent } from "./decode.ts";
 import { claimMessageId, type IdClaim } from "./id-index.ts";
@@ -78,6 +79,8 @@ export class ThreadSlot {
   #erasing = false;
   #actorRevision = 0;
   #snapshotRevision = 0;
+  /** Whether the busy index lists the thread; unknown until the first check after load. */
+  #busyListed: boolean | undefined;
 
   // Set by the machine's effects while an event is applied; read right after.
   #requested: SummaryJob[] = [];
@@ -122,6 +125,12 @@ export class ThreadSlot {
   /** The thread's state, for tests and tools; undefined before the actor is loaded. */
   get core(): ThreadState | undefined {
     return this.#actor?.getSnapshot().context.core;
+  }
+
+  /** Loads the actor without an event: its outstanding summaries are asked again. */
+  wake(): void {
+    this.#lastActivity = Date.now();
+    this.#kick();
   }
 
   enqueueChat(msg: JsMsg): void {
@@ -304,7 +313,10 @@ export class ThreadSlot {
       ...(this.#ctx.inspect ? { inspect: this.#ctx.inspect } : {}),
     });
     this.#actor.start();
-    if (!snapshot) return;
+    if (!snapshot) {
+      await this.#syncBusy();
+      return;
+    }
     if (this.#erasing) {
       // Crashed in the middle of a thread.deleted: finish its purges first.
       this.#erasedAt = this.#state().seq;
@@ -317,6 +329,7 @@ export class ThreadSlot {
     this.#send({ type: "jobs.resume" });
     await this.#publishOutbox();
     if (this.#dirty) await this.#save();
+    else await this.#syncBusy();
     this.#snapshotWanted = true;
     this.#snapshotDue = true;
   }
@@ -591,6 +604,18 @@ export class ThreadSlot {
     );
     this.#dirty = false;
     this.#ctx.metrics.add(M.stateSaves);
+    await this.#syncBusy();
+  }
+
+  /** Lists the thread in the busy index while its stored state has work outstanding. */
+  async #syncBusy(): Promise<void> {
+    const busy = BusyIndex.isBusy(this.#state());
+    if (busy === this.#busyListed) return;
+    const index = this.#ctx.busy;
+    await this.#retry(busy ? "list the thread as busy" : "unlist the thread as busy", () =>
+      busy ? index.mark(this.thread) : index.unmark(this.thread),
+    );
+    this.#busyListed = busy;
   }
 
   /**

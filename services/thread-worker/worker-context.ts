@@ -5,6 +5,7 @@ import type { InfraNames } from "../config/names.ts";
 import type { Subjects } from "../nats/subjects.ts";
 import type { MeteredSummarizer } from "../summarizer/index.ts";
 import type { WorkerBuckets } from "./buckets.ts";
+import type { BusyIndex } from "./busy-index.ts";
 import type { HistoryNodes } from "./history-nodes.ts";
 import type { Limiter } from "./limiter.ts";
 import type { Logger } from "./log.ts";
@@ -21,6 +22,7 @@ export interface WorkerContext {
   names: InfraNames;
   subjects: Subjects;
   buckets: WorkerBuckets;
+  busy: BusyIndex;
   settings: CoreSettings;
   summarizer: MeteredSummarizer;
   limiter: Limiter;

@@ -17,6 +17,8 @@ import { publishDeadLetter } from "../nats/dead-letter.ts";
 import { subjects } from "../nats/subjects.ts";
 import type { MeteredSummarizer } from "../summarizer/index.ts";
 import { ensureWorkerBuckets, type WorkerBuckets } from "./buckets.ts";
+import { BusyIndex } from "./busy-index.ts";
+import { chatSubjectProblem } from "./decode.ts";
 import { historyNodes } from "./history-nodes.ts";
 import { Limiter } from "./limiter.ts";
 import { consoleLogger, errorText, type Logger } from "./log.ts";
@@ -123,6 +125,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     names,
     subjects: s,
     buckets,
+    busy: new BusyIndex(buckets.busy, jsm, buckets.names.busy),
     settings: options.settings,
     summarizer: options.summarizer,
     limiter: new Limiter(options.settings.concurrency),
@@ -175,10 +178,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   const route = (msg: JsMsg) => {
     const parsed = s.parseChat(msg.subject);
     if (!parsed) {
-      deadLetterNow(
-        msg,
-        `subject '${msg.subject}' is not a chat event subject; publish on ${names.chatPrefix}.<thread>.message.created or ${names.chatPrefix}.<thread>.thread.deleted (SPEC §7)`,
-      );
+      deadLetterNow(msg, chatSubjectProblem(names.chatPrefix, msg.subject));
       return;
     }
     registry.deliver(parsed.thread, msg);
@@ -197,6 +197,22 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     if (!stopping.signal.aborted)
       log.error(`consuming ${names.chatStream} stopped: ${errorText(err)}`);
   });
+
+  // Threads stored with work outstanding (a crash or a drain left summaries unanswered) get no
+  // event to wake them: wake them now.
+  track(
+    ctx.busy.list().then(
+      (threads) => {
+        if (threads.length > 0)
+          log.info(`waking ${threads.length} thread(s) with work outstanding`);
+        for (const thread of threads) registry.wake(thread);
+      },
+      (err: unknown) =>
+        log.error(
+          `could not list busy threads in bucket ${buckets.names.busy}: ${errorText(err)}; their summaries resume when their next event arrives`,
+        ),
+    ),
+  );
 
   const idleMs = options.idleMs ?? DEFAULT_IDLE_MS;
   const sweeper = setInterval(

@@ -155,22 +155,25 @@ export async function readSnapshot(h: Harness, thread: string): Promise<OutlineS
   return entry.json<OutlineSnapshot>();
 }
 
-/** Every summary node of a thread on HISTORY, `level:index` → text (one direct get per node). */
+/** Every summary node of a thread on HISTORY, `level:index` → text, read with an ordered consumer. */
 export async function readHistory(h: Harness, thread: string): Promise<Map<string, string>> {
   const nodes = new Map<string, string>();
-  let seq = 1;
-  for (;;) {
-    const stored = await h.jsm.direct.getMessage(h.names.historyStream, {
-      next_by_subj: h.s.threadHistory(thread),
-      seq,
-    });
-    if (!stored) return nodes;
-    const event = summaryEventSchema.parse(stored.json());
-    const key = `${event.level}:${event.index}`;
-    if (nodes.has(key)) throw new Error(`HISTORY holds node ${key} of ${thread} twice`);
-    nodes.set(key, event.text);
-    seq = stored.seq + 1;
+  const filter = h.s.threadHistory(thread);
+  if ((await countOn(h, h.names.historyStream, filter)) === 0) return nodes;
+  const consumer = await h.js.consumers.get(h.names.historyStream, { filter_subjects: filter });
+  const messages = await consumer.consume({ max_messages: 1_000 });
+  try {
+    for await (const m of messages) {
+      const event = summaryEventSchema.parse(m.json());
+      const key = `${event.level}:${event.index}`;
+      if (nodes.has(key)) throw new Error(`HISTORY holds node ${key} of ${thread} twice`);
+      nodes.set(key, event.text);
+      if (m.info.pending === 0) break;
+    }
+  } finally {
+    messages.stop();
   }
+  return nodes;
 }
 
 /** The pure core's snapshot on the thread's log with the summaries read back from HISTORY. */
