@@ -10,6 +10,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   core: async () => (await import("./core.ts")).run,
   summarizer: async () => (await import("./summarizer.ts")).run,
   cost: async () => (await import("./cost.ts")).run,
+  e2e: async () => (await import("./e2e.ts")).run,
 };
 
 function natsVersion(): string {
