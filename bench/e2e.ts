@@ -70,12 +70,13 @@ async function ours(server: BenchServer): Promise<{ ms: number; calls: number }>
   // Highest sequence each thread's snapshot reflects, as the bucket announces writes.
   const shown = new Map<string, number>();
   const watch = await kv.watch();
-  let target: Map<string, number> | undefined;
+  // Each thread's last sequence, known once publishing is done.
+  const target = new Map<string, number>();
   let missing = THREADS;
   let resolveDone: () => void = () => {};
   const done = new Promise<void>((r) => (resolveDone = r));
   const reached = (thread: string) => {
-    const want = target?.get(thread);
+    const want = target.get(thread);
     return want !== undefined && (shown.get(thread) ?? 0) >= want;
   };
   const watching = (async () => {
@@ -89,7 +90,6 @@ async function ours(server: BenchServer): Promise<{ ms: number; calls: number }>
 
   const started = performance.now();
   const seqs = await publishAll(js, load);
-  target = new Map();
   for (const [i, m] of load.entries()) target.set(m.thread, seqs[i] as number);
   missing = [...target.keys()].filter((t) => !reached(t)).length;
   if (missing > 0) await done;
