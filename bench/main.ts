@@ -11,6 +11,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   summarizer: async () => (await import("./summarizer.ts")).run,
   cost: async () => (await import("./cost.ts")).run,
   e2e: async () => (await import("./e2e.ts")).run,
+  replay: async () => (await import("./replay.ts")).run,
 };
 
 function natsVersion(): string {
