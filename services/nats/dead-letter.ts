@@ -7,6 +7,7 @@ export const DEAD_LETTER_HEADERS = {
   subject: "Outline-Subject",
   stream: "Outline-Stream",
   seq: "Outline-Seq",
+  truncated: "Outline-Truncated",
 } as const;
 
 export interface DeadLetter {
@@ -20,7 +21,16 @@ export interface DeadLetter {
   seq?: number;
   /** The stream `seq` refers to; the chat stream unless said otherwise. */
   stream?: string;
+  /**
+   * The server's max_payload. An event near that size no longer fits beside the headers: its
+   * bytes are then cut (the whole event stays in its stream at `seq`) rather than the record
+   * failing forever and holding its thread up.
+   */
+  maxPayload?: number;
 }
+
+// Subject, header names and framing around the values, with room to spare.
+const RECORD_OVERHEAD = 1_024;
 
 // Header values are single lines, and a reason may quote a multi-line body; a very long reason
 // would also bloat every record, so it is folded and cut.
@@ -46,7 +56,19 @@ export async function publishDeadLetter(
     h.set(DEAD_LETTER_HEADERS.stream, stream);
     h.set(DEAD_LETTER_HEADERS.seq, String(letter.seq));
   }
-  return js.publish(names.deadSubject, letter.data, {
+  let data = letter.data;
+  if (letter.maxPayload !== undefined) {
+    const headerBytes = [...h.keys()].reduce((n, k) => n + k.length + h.get(k).length, 0);
+    const room = letter.maxPayload - RECORD_OVERHEAD - headerBytes - 256;
+    if (data.length > room) {
+      h.set(
+        DEAD_LETTER_HEADERS.truncated,
+        `${Math.max(0, room)} of ${data.length} bytes kept; the whole event is in stream ${stream}${letter.seq !== undefined ? ` at sequence ${letter.seq}` : ""}`,
+      );
+      data = data.subarray(0, Math.max(0, room));
+    }
+  }
+  return js.publish(names.deadSubject, data, {
     headers: h,
     ...(letter.seq !== undefined ? { msgID: `dead:${stream}:${letter.seq}` } : {}),
   });

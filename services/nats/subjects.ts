@@ -21,6 +21,8 @@ export interface Subjects {
   threadChat(thread: string): string;
   /** Every history subject of one thread (to purge it, or read its nodes). */
   threadHistory(thread: string): string;
+  /** The first token of every chat subject. */
+  readonly chatPrefix: string;
   /** The chat stream's subjects (the worker's consumer reads all of them). */
   readonly chatStreamSubjects: readonly string[];
   readonly historyStreamSubjects: readonly string[];
@@ -66,6 +68,7 @@ export function subjects(names: InfraNames): Subjects {
       `${token(thread)}:${nodeNumber("level", level)}:${nodeNumber("index", index)}`,
     threadChat: (thread) => `${chat}.${token(thread)}.>`,
     threadHistory: (thread) => `${history}.${token(thread)}.>`,
+    chatPrefix: chat,
     chatStreamSubjects: [`${chat}.*.message.created`, `${chat}.*.thread.deleted`],
     historyStreamSubjects: [`${history}.>`],
     deadLetter: names.deadSubject,

@@ -1,6 +1,7 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import { createActor, type Actor, type Snapshot } from "xstate";
 import { InvariantError } from "../../shared/errors.ts";
+import type { Message } from "../../shared/events.ts";
 import type { SummaryJob } from "../../shared/jobs.ts";
 import type { NodeRef } from "../../shared/names.ts";
 import { toSnapshot } from "../../shared/snapshot.ts";
@@ -17,7 +18,7 @@ import {
 } from "./actor-store.ts";
 import { kvStream, kvSubject } from "./buckets.ts";
 import { BusyIndex } from "./busy-index.ts";
-import { ChatReadError, nextThreadEvent } from "./chat-reader.ts";
+import { ChatReadError, nextThreadEvent, readChatEvent } from "./chat-reader.ts";
 import { decodeChatEvent, type ChatEvent } from "./decode.ts";
 import { claimMessageId, type IdClaim } from "./id-index.ts";
 import { errorText } from "./log.ts";
@@ -515,7 +516,9 @@ export class ThreadSlot {
     }
     const claim = claims.get(entry.seq);
     if (claim?.type === "duplicate") {
-      metrics.add(M.duplicates, 1, { why: "id" });
+      const conflict = await this.#conflictingDuplicate(event.message, claim.firstSeq);
+      if (conflict) await this.#deadLetter(entry, conflict);
+      else metrics.add(M.duplicates, 1, { why: "id" });
       return;
     }
     this.#send({ type: "message.created", message: event.message, seq: entry.seq });
@@ -531,6 +534,19 @@ export class ThreadSlot {
     }
   }
 
+  /**
+   * A re-published id is applied once; when its content differs from the first copy, the second
+   * one is an edit the contract has no event for, so it is recorded (not silently dropped).
+   */
+  async #conflictingDuplicate(message: Message, firstSeq: number): Promise<string | undefined> {
+    const first = await this.#retry("read the first copy of a re-published message id", () =>
+      readChatEvent(this.#ctx.jsm, this.#ctx.names, firstSeq),
+    );
+    if (first?.event.kind !== "message") return undefined;
+    if (JSON.stringify(first.event.message) === JSON.stringify(message)) return undefined;
+    return `message id '${message.id}' was applied at CHAT sequence ${firstSeq} with different content; a message id is applied once, so this copy is ignored: publish a changed message under a new id`;
+  }
+
   async #deadLetter(entry: ChatEntry, reason: string): Promise<void> {
     const { js, names, metrics, log } = this.#ctx;
     await this.#retry("publish a dead letter", () =>
@@ -539,6 +555,7 @@ export class ThreadSlot {
         subject: entry.subject,
         data: entry.data,
         seq: entry.seq,
+        maxPayload: this.#ctx.maxPayload(),
       }),
     );
     metrics.add(M.deadLetters);

@@ -163,6 +163,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
             subject: msg.subject,
             data: msg.data,
             seq: msg.seq,
+            maxPayload: ctx.maxPayload(),
           }),
         { what: `publish a dead letter for ${msg.subject}`, log, signal: stopping.signal },
       ).then(
