@@ -27,4 +27,13 @@ describe.skipIf(composeV1 === undefined)("docker-compose.yml", () => {
     const text = config({ HISTORY_TAIL: "200,400" });
     expect(text.match(/HISTORY_TAIL: 200,400/g)).toHaveLength(2);
   });
+
+  it("passes OUTLINE_API_TOKEN to the prompt-builder (it listens on 0.0.0.0) and the worker's timings to the worker", () => {
+    const text = config({ OUTLINE_API_TOKEN: "t".repeat(32), OUTLINE_IDLE_MS: "5000" });
+    expect(text.match(/OUTLINE_API_TOKEN: t{32}/g)).toHaveLength(1);
+    // `config` lists services by name: the token must sit in prompt-builder's block.
+    const builder = text.slice(text.indexOf("  prompt-builder:"), text.indexOf("  thread-worker:"));
+    expect(builder).toContain("OUTLINE_API_TOKEN: ttt");
+    expect(text).toContain("OUTLINE_IDLE_MS: '5000'");
+  });
 });

@@ -85,6 +85,18 @@ describe("loadSettings", () => {
     expect(config.warnings[0]).toContain("HISTORY_TALE");
   });
 
+  it("accepts the token and the worker's timings in the file, for the services to read", () => {
+    const values = {
+      OUTLINE_API_TOKEN: "x".repeat(32),
+      OUTLINE_IDLE_MS: "5000",
+      OUTLINE_ACK_WAIT_MS: "3000",
+    };
+    const config = loadSettings({ OUTLINE_CONFIG: writeJson("svc.json", values) }, [], dir);
+    expect(config.warnings).toEqual([]);
+    expect(config.values.OUTLINE_API_TOKEN).toBe("x".repeat(32));
+    expect(config.values.OUTLINE_IDLE_MS).toBe("5000");
+  });
+
   it("names the variable of a bad value, from the file or the environment", () => {
     const file = writeJson("bad.json", { HISTORY_TAIL: "lots" });
     const fromFile = settingsError(() => loadSettings({ OUTLINE_CONFIG: file }, [], dir));

@@ -28,9 +28,16 @@ export interface Config {
   warnings: string[];
 }
 
+/**
+ * Variables a service reads itself from `values` (so the config file may hold them too): the
+ * prompt-builder's bearer token, the worker's timings.
+ */
+export const SERVICE_VARIABLES = ["OUTLINE_API_TOKEN", "OUTLINE_IDLE_MS", "OUTLINE_ACK_WAIT_MS"];
+
 const KNOWN = new Set<string>([
   CONFIG_VARIABLE,
   REPLICAS_VARIABLE,
+  ...SERVICE_VARIABLES,
   ...Object.values(SETTING_VARIABLES),
   ...Object.values(NAME_VARIABLES),
   ...Object.values(AUTH_VARIABLES),
