@@ -121,7 +121,9 @@ export function createOperations(
   }
 
   async function tailOf(thread: string, snapshot: OutlineSnapshot): Promise<StoredMessage[]> {
-    const read = await Promise.all(snapshot.tailSeqs.map((seq) => reader.messageAt(thread, seq)));
+    const read = await Promise.all(
+      snapshot.tailSeqs.map((seq, i) => reader.messageAt(thread, seq, snapshot.tail[i])),
+    );
     const out: StoredMessage[] = [];
     for (const [i, m] of read.entries()) {
       if (!m) throw missing(`tail message seq ${snapshot.tailSeqs[i]}`, thread);
@@ -162,7 +164,7 @@ export function createOperations(
           `the HISTORY leaf of message ${position} of '${thread}' does not name its source message; rebuild the thread with 'outline replay --thread ${thread}'`,
         );
       }
-      const stored = await reader.messageAt(thread, leaf.message.seq);
+      const stored = await reader.messageAt(thread, leaf.message.seq, leaf.message.id);
       if (!stored || stored.message.id !== leaf.message.id) {
         throw missing(
           `message ${position} (id ${leaf.message.id}, seq ${leaf.message.seq})`,
@@ -173,7 +175,10 @@ export function createOperations(
     }
     if (snapshot && position < count) {
       const seq = snapshot.tailSeqs[position - boundary];
-      const stored = seq === undefined ? undefined : await reader.messageAt(thread, seq);
+      const stored =
+        seq === undefined
+          ? undefined
+          : await reader.messageAt(thread, seq, snapshot.tail[position - boundary]);
       if (!stored) throw missing(`tail message ${position}`, thread);
       return stored;
     }

@@ -12,6 +12,7 @@ import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import type { InfraNames } from "../config/names.ts";
 import { subjects, type Subjects } from "../nats/subjects.ts";
 import { ApiError } from "./api-error.ts";
+import { MessageCache } from "./message-cache.ts";
 
 /** A chat message as stored: the event and the CHAT stream sequence it sits at. */
 export interface StoredMessage {
@@ -29,8 +30,11 @@ export interface ThreadReader {
   snapshot(thread: string): Promise<OutlineSnapshot | undefined>;
   /** The CHAT sequence of the thread's newest message.created, or 0 when it has none. */
   lastMessageSeq(thread: string): Promise<number>;
-  /** One message by CHAT sequence; undefined when it is gone or is not this thread's message. */
-  messageAt(thread: string, seq: number): Promise<StoredMessage | undefined>;
+  /**
+   * One message by CHAT sequence; undefined when it is gone or is not this thread's message.
+   * `id`, when known, is checked against a cached copy (a recreated stream reuses sequences).
+   */
+  messageAt(thread: string, seq: number, id?: string): Promise<StoredMessage | undefined>;
   /**
    * The thread's valid messages stored after `afterSeq` up to `untilSeq`, oldest first, read
    * through an ordered consumer filtered on the thread's subject. More than `max` throws an
@@ -49,6 +53,27 @@ export interface ThreadReader {
 export interface ReaderOptions {
   /** How long one fetch of newer messages waits for the server; the total is bounded by `max`. */
   fetchExpiresMs?: number;
+  /** Bytes of parsed messages kept for the next request (default 32 MB; 0 turns it off). */
+  cacheBytes?: number;
+}
+
+export const DEFAULT_CACHE_BYTES = 32 * 1024 * 1024;
+
+/**
+ * `Kvm.open` reads through the stream's JSON API (the value base64-encoded, decoded again on
+ * every access) unless told the stream allows direct gets; a 100 KB snapshot then cost a few
+ * milliseconds per prompt (bench prompt). The stream's own config decides; a user not allowed to
+ * read stream info gets the plain reads.
+ */
+async function openDirect(nc: NatsConnection, bucket: string): Promise<KV> {
+  let direct = false;
+  try {
+    const info = await (await jetstreamManager(nc)).streams.info(`KV_${bucket}`);
+    direct = info.config.allow_direct === true;
+  } catch {
+    // Fall through to the plain reads; `open` reports a bucket that does not exist.
+  }
+  return new Kvm(jetstream(nc)).open(bucket, direct ? { allow_direct: true } : {});
 }
 
 // The snapshot bucket is opened (not created) on first use and again after a failure: the
@@ -57,7 +82,7 @@ export interface ReaderOptions {
 function lazyBucket(nc: NatsConnection, bucket: string): () => Promise<KV> {
   let opening: Promise<KV> | undefined;
   return () => {
-    opening ??= new Kvm(jetstream(nc)).open(bucket).catch((err: unknown) => {
+    opening ??= openDirect(nc, bucket).catch((err: unknown) => {
       opening = undefined;
       throw new ApiError(
         503,
@@ -104,6 +129,7 @@ export function createReader(
 ): ThreadReader {
   const s: Subjects = subjects(names);
   const bucket = lazyBucket(nc, names.kvBucket);
+  const cache = new MessageCache<StoredMessage>(options.cacheBytes ?? DEFAULT_CACHE_BYTES);
   let manager: Promise<JetStreamManager> | undefined;
   const jsm = (): Promise<JetStreamManager> => {
     manager ??= jetstreamManager(nc).catch((err: unknown) => {
@@ -155,10 +181,15 @@ export function createReader(
       return sm?.seq ?? 0;
     },
 
-    async messageAt(thread, seq) {
+    async messageAt(thread, seq, id) {
+      const subject = s.messageCreated(thread);
+      const hit = cache.get(seq, subject, id);
+      if (hit) return hit;
       const sm = await direct(names.chatStream, { seq }, `message seq ${seq} of '${thread}'`);
       if (!sm) return undefined;
-      return parseMessage(sm.subject, sm.seq, () => sm.json(), thread, s.messageCreated(thread));
+      const parsed = parseMessage(sm.subject, sm.seq, () => sm.json(), thread, subject);
+      if (parsed) cache.set(seq, subject, parsed.message.id, parsed, sm.data.length);
+      return parsed;
     },
 
     async messagesAfter(thread, afterSeq, untilSeq, max) {
