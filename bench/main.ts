@@ -12,6 +12,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   cost: async () => (await import("./cost.ts")).run,
   e2e: async () => (await import("./e2e.ts")).run,
   replay: async () => (await import("./replay.ts")).run,
+  prompt: async () => (await import("./prompt.ts")).run,
 };
 
 function natsVersion(): string {
