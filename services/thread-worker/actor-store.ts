@@ -1,15 +1,19 @@
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { Message } from "../../shared/events.ts";
+import type { BuiltNode, NodeStore } from "../../shared/nodes.ts";
 import type { TailEntry, ThreadState } from "../../shared/thread.ts";
 import type { InfraNames } from "../config/names.ts";
 import { readTailMessages } from "./chat-reader.ts";
+import type { HistoryNodes } from "./history-nodes.ts";
 
 /**
  * What the worker keeps per thread in the `<kvBucket>-actors` bucket. `snapshot` is the actor's
- * `getPersistedSnapshot()` with each tail message's text, state and steps stripped (they are in
- * CHAT at the entry's `seq` and are read back on rehydrate), so the value stays small: the
- * outline, the built nodes and the tail's ids.
+ * `getPersistedSnapshot()` with the bulky texts stripped, so the value stays small whatever the
+ * backlog: each tail message keeps only its id (the message is in CHAT at the entry's `seq`), and
+ * each built node outside the outbox keeps no text (it is on HISTORY, published before the actor
+ * heard of it). Both are read back in parallel on rehydrate. Outline lines keep their texts: they
+ * are bounded by HISTORY_OUTLINE.
  */
 export interface PersistedThread {
   v: 1;
@@ -37,15 +41,19 @@ export class ActorStateError extends Error {
   }
 }
 
-type StrippedMessage = Omit<Message, "text" | "state" | "steps"> & { text: "" };
+const key = (level: number, index: number) => `${level}:${index}`;
 
-function strip(entry: TailEntry): TailEntry {
-  const { text: _text, state: _state, steps: _steps, ...rest } = entry.message;
-  const message: StrippedMessage = { ...rest, text: "" };
-  return { ...entry, message };
+function stripNodes(core: ThreadState): NodeStore {
+  const waiting = new Set(core.outbox.map((n) => key(n.level, n.index)));
+  return core.nodes.map((level) => ({
+    base: level.base,
+    items: level.items.map((node) =>
+      node && !waiting.has(key(node.level, node.index)) ? { ...node, text: "" } : node,
+    ),
+  }));
 }
 
-/** The persisted record of an actor snapshot, tail texts stripped. */
+/** The persisted record of an actor snapshot, tail messages and node texts stripped. */
 export function toPersisted(
   thread: string,
   seen: number,
@@ -53,6 +61,7 @@ export function toPersisted(
   snapshot: PersistedActor,
 ): PersistedThread {
   const core = snapshot.context.core;
+  const tail = core.tail.map((entry) => ({ ...entry, message: { id: entry.message.id } }));
   return {
     v: 1,
     thread,
@@ -60,7 +69,10 @@ export function toPersisted(
     erasing,
     snapshot: {
       ...snapshot,
-      context: { ...snapshot.context, core: { ...core, tail: core.tail.map(strip) } },
+      context: {
+        ...snapshot.context,
+        core: { ...core, tail: tail as unknown as TailEntry[], nodes: stripNodes(core) },
+      },
     },
   };
 }
@@ -85,25 +97,55 @@ export function parsePersisted(thread: string, bytes: Uint8Array, bucket: string
   return record as PersistedThread;
 }
 
-/** Puts the stripped tail texts back, reading every tail message from CHAT in parallel. */
-export async function restoreTail(
+/**
+ * Puts the stripped texts back: every tail message read from CHAT by sequence, every node text
+ * from HISTORY by subject, all in parallel.
+ */
+export async function restoreRecord(
   jsm: JetStreamManager,
   names: InfraNames,
+  history: HistoryNodes,
   record: PersistedThread,
+  bucket: string,
 ): Promise<PersistedActor> {
   const core = record.snapshot.context.core;
-  const read = await readTailMessages(
-    jsm,
-    names,
-    core.tail.map((entry) => ({ id: entry.message.id, seq: entry.seq })),
-  );
+  const stripped: BuiltNode[] = [];
+  for (const level of core.nodes)
+    for (const node of level.items) if (node?.text === "") stripped.push(node);
+  const [messages, texts] = await Promise.all([
+    readTailMessages(
+      jsm,
+      names,
+      core.tail.map((entry) => ({ id: entry.message.id, seq: entry.seq })),
+    ),
+    Promise.all(
+      stripped.map(async (node) => {
+        const stored = await history.read(record.thread, node.level, node.index);
+        if (!stored) {
+          throw new ActorStateError(
+            "STATE_UNREADABLE",
+            `summary node ${node.level}:${node.index} of thread '${record.thread}' is not on stream ${names.historyStream} (purged?), so the actor state cannot be restored; ` +
+              `delete the key ('nats kv del ${bucket} ${record.thread}') to rebuild the thread from CHAT`,
+          );
+        }
+        return [key(node.level, node.index), stored.text] as const;
+      }),
+    ),
+  ]);
+  const textOf = new Map(texts);
   const tail = core.tail.map((entry) => ({
     ...entry,
-    message: (read.get(entry.seq) as { event: { message: Message } }).event.message,
+    message: (messages.get(entry.seq) as { event: { message: Message } }).event.message,
+  }));
+  const nodes = core.nodes.map((level) => ({
+    base: level.base,
+    items: level.items.map((node) =>
+      node?.text === "" ? { ...node, text: textOf.get(key(node.level, node.index)) ?? "" } : node,
+    ),
   }));
   return {
     ...record.snapshot,
-    context: { ...record.snapshot.context, core: { ...core, tail } },
+    context: { ...record.snapshot.context, core: { ...core, tail, nodes } },
   };
 }
 

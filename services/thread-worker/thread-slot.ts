@@ -11,7 +11,7 @@ import { publishDeadLetter } from "../nats/dead-letter.ts";
 import {
   ActorStateError,
   parsePersisted,
-  restoreTail,
+  restoreRecord,
   saveRecord,
   toPersisted,
   type PersistedActor,
@@ -94,6 +94,8 @@ export class ThreadSlot {
   #snapshotWanted = false;
   #snapshotDue = false;
   #snapshotTimer: NodeJS.Timeout | undefined;
+  #saveDue = false;
+  #saveTimer: NodeJS.Timeout | undefined;
   #passivateWanted = false;
 
   constructor(thread: string, ctx: WorkerContext, onEnd: (slot: ThreadSlot, end: SlotEnd) => void) {
@@ -167,7 +169,9 @@ export class ThreadSlot {
       .catch((err: unknown) => this.#crashed(err))
       .finally(() => {
         this.#running = undefined;
-        if (!this.#ended && (this.#queue.length > 0 || this.#snapshotDue)) this.#kick();
+        if (!this.#ended && (this.#queue.length > 0 || this.#snapshotDue || this.#saveDue)) {
+          this.#kick();
+        }
       });
   }
 
@@ -179,6 +183,9 @@ export class ThreadSlot {
       } else if (this.#snapshotDue) {
         this.#snapshotDue = false;
         if (this.#snapshotWanted) await this.#writeSnapshot();
+      } else if (this.#saveDue) {
+        this.#saveDue = false;
+        if (this.#dirty) await this.#save();
       } else if (this.#passivateWanted) {
         this.#passivateWanted = false;
         await this.#finalWrites();
@@ -218,6 +225,7 @@ export class ThreadSlot {
     if (this.#ended) return;
     this.#ended = end;
     clearTimeout(this.#snapshotTimer);
+    clearTimeout(this.#saveTimer);
     this.#actor?.stop();
     this.#onEnd(this, end);
   }
@@ -252,6 +260,8 @@ export class ThreadSlot {
     await this.#jobs.stop();
     clearTimeout(this.#snapshotTimer);
     this.#snapshotTimer = undefined;
+    clearTimeout(this.#saveTimer);
+    this.#saveTimer = undefined;
     while (this.#running) await this.#running;
     if (this.#ended) return;
     try {
@@ -271,6 +281,8 @@ export class ThreadSlot {
     if (!this.#actor) return;
     clearTimeout(this.#snapshotTimer);
     this.#snapshotTimer = undefined;
+    clearTimeout(this.#saveTimer);
+    this.#saveTimer = undefined;
     if (this.#snapshotWanted) await this.#writeSnapshot();
     if (this.#dirty) await this.#save();
   }
@@ -295,9 +307,9 @@ export class ThreadSlot {
     if (entry?.operation === "PUT") {
       const record = parsePersisted(this.thread, entry.value, buckets.names.actors);
       snapshot = await this.#retry(
-        "read the tail back from CHAT",
-        () => restoreTail(jsm, names, record),
-        (err) => err instanceof ChatReadError,
+        "read the tail and the built nodes back from CHAT and HISTORY",
+        () => restoreRecord(jsm, names, this.#ctx.history, record, buckets.names.actors),
+        (err) => err instanceof ChatReadError || err instanceof ActorStateError,
       );
       this.#seen = record.seen;
       this.#erasing = record.erasing;
@@ -414,11 +426,16 @@ export class ThreadSlot {
         await this.#applyChat(step, claims);
       }
     }
-    if (this.#erasedAt !== undefined) await this.#erase();
+    const erased = this.#erasedAt !== undefined;
+    if (erased) await this.#erase();
     else if (chatSeen && this.#state().deleted) await this.#purgeChat();
     await this.#publishOutbox();
     this.#checkAlive();
-    if (this.#dirty) await this.#save();
+    // Chat events are acknowledged only once the state that includes them is stored. A burst of
+    // summaries alone has nothing to acknowledge and is saved a little later, coalesced: after
+    // a crash the older state asks for those nodes again and HISTORY answers them, no model call.
+    if (this.#dirty && (acks.length > 0 || erased)) await this.#save();
+    else if (this.#dirty) this.#requestSave();
     this.#checkAlive();
     for (const msg of acks) msg.ack();
     this.#countStats(statsBefore, this.#state().stats);
@@ -682,6 +699,15 @@ export class ThreadSlot {
 
   // -------------------------------------------------------------------------------------------
   // Snapshots
+
+  #requestSave(): void {
+    if (this.#saveTimer) return;
+    this.#saveTimer = setTimeout(() => {
+      this.#saveTimer = undefined;
+      this.#saveDue = true;
+      this.#kick();
+    }, this.#ctx.saveDelayMs);
+  }
 
   /** At most one snapshot write per `snapshotDelayMs`, whatever the event rate. */
   #requestSnapshot(): void {

@@ -33,6 +33,8 @@ export interface WorkerContext {
   jobTiming: JobTiming;
   /** Shortest time between two snapshot writes of one thread. */
   snapshotDelayMs: number;
+  /** Longest a state changed only by summaries waits before it is saved. */
+  saveDelayMs: number;
   /** Most queued events applied before one state write. */
   maxBurst: number;
   /** The server's max_payload: a KV value must fit in it. */

@@ -40,6 +40,8 @@ export interface ThreadWorkerOptions {
   idleMs?: number;
   /** Shortest time between two snapshot writes of one thread. */
   snapshotDelayMs?: number;
+  /** Longest a state changed only by summaries waits before it is saved (nothing waits on it). */
+  saveDelayMs?: number;
   /** Consumer ack wait, used when the worker creates the durable (OUTLINE_ACK_WAIT_MS). */
   ackWaitMs?: number;
   /** Events delivered and not yet acknowledged, at most, over all threads. */
@@ -135,6 +137,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     inspect: options.inspect,
     jobTiming: { ...DEFAULT_JOB_TIMING, ...options.jobTiming },
     snapshotDelayMs: options.snapshotDelayMs ?? 50,
+    saveDelayMs: options.saveDelayMs ?? 1_000,
     maxBurst: options.maxBurst ?? 500,
     maxPayload: () => nc.info?.max_payload ?? 1024 * 1024,
   };
