@@ -384,16 +384,22 @@ export class ThreadSlot {
     const statsBefore = this.#state().stats;
     const acks: JsMsg[] = [];
     const steps: Step[] = [];
-    const firstChat = items.find((i) => i.kind === "chat");
-    if (firstChat && !this.#state().deleted) {
-      steps.push(...(await this.#readGap(firstChat.msg.seq)));
-    }
+    const deleted = this.#state().deleted;
+    let cursor = this.#seen;
     for (const item of items) {
       if (item.kind !== "chat") {
         steps.push(item);
         continue;
       }
       acks.push(item.msg);
+      // Any delivered event may follow a gap, not only the burst's first: a redelivery followed
+      // by a newer event, or events of this thread delivered to another worker. The gap is read
+      // from CHAT and applied first, so the thread's events apply in stream order and none is
+      // skipped by the sequence check below.
+      if (!deleted && item.msg.seq > cursor + 1) {
+        steps.push(...(await this.#readGap(cursor + 1, item.msg.seq)));
+      }
+      cursor = Math.max(cursor, item.msg.seq);
       const { event } = decodeChatEvent(this.#ctx.subjects, item.msg.subject, item.msg.data);
       steps.push({
         kind: "entry",
@@ -444,13 +450,14 @@ export class ThreadSlot {
   }
 
   /**
-   * Events of this thread stored before `seq` and not handled yet: after a crash their
-   * redelivery waits for the ack wait while newer events arrive at once. They are read from CHAT
+   * Events of this thread stored in [`fromSeq`, `seq`) and not handled yet: after a crash their
+   * redelivery waits for the ack wait while newer events arrive at once, and with two workers
+   * each receives only some of a thread's events. They are read from CHAT
    * (the log) and applied first; their redeliveries are then skipped by sequence.
    */
-  async #readGap(seq: number): Promise<ChatEntry[]> {
+  async #readGap(fromSeq: number, seq: number): Promise<ChatEntry[]> {
     const gap: ChatEntry[] = [];
-    let from = this.#seen + 1;
+    let from = fromSeq;
     while (from < seq) {
       const next = await this.#retry("read CHAT ahead of a redelivery", () =>
         nextThreadEvent(this.#ctx.jsm, this.#ctx.names, this.thread, from),
