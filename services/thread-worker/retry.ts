@@ -33,6 +33,11 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+// JetStream answers a full store (max_file_store, or the disk) with only "insufficient resources".
+const STORE_FULL = /insufficient resources/i;
+const STORE_FULL_FIX =
+  "JetStream's store is full: free disk space or raise max_file_store in nats-server.conf (jetstream { max_file_store: … }); nothing is acknowledged until it is stored, so nothing is lost meanwhile";
+
 export interface RetryOptions {
   /** Says what is being done, for the log: "save actor state of thread t". */
   what: string;
@@ -60,6 +65,7 @@ export async function retryInPlace<T>(fn: () => Promise<T>, options: RetryOption
       const wait = backoffMs(attempt, options.baseMs ?? 100, options.capMs ?? 5_000);
       options.log.warn(`${options.what} failed (attempt ${attempt + 1}), retrying in ${wait} ms`, {
         error: errorText(err),
+        ...(STORE_FULL.test(errorText(err)) ? { fix: STORE_FULL_FIX } : {}),
       });
       await sleep(wait, options.signal);
     }
