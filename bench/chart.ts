@@ -32,7 +32,7 @@ function panel(p: Panel, x0: number, y0: number, width: number, height: number):
     );
   }
   parts.push(
-    `<text x="${x0 + width / 2}" y="${y0 + height + 28}" font-size="12" text-anchor="middle" font-family="DejaVu Sans">turn (messages), 0 to ${n}</text>`,
+    `<text x="${x0 + width}" y="${y0 + height + 28}" font-size="12" text-anchor="end" font-family="DejaVu Sans">turn (messages), 0 to ${n}</text>`,
   );
   p.series.forEach((s, k) => {
     const step = Math.max(1, Math.floor(s.values.length / 1500));
@@ -42,9 +42,10 @@ function panel(p: Panel, x0: number, y0: number, width: number, height: number):
     parts.push(
       `<polyline fill="none" stroke="${s.color}" stroke-width="1.5" points="${points.join(" ")}"/>`,
     );
+    // Below the axis, not over the lines it names.
     parts.push(
-      `<rect x="${x0 + 10 + k * 190}" y="${y0 + 8}" width="12" height="12" fill="${s.color}"/>`,
-      `<text x="${x0 + 28 + k * 190}" y="${y0 + 18}" font-size="12" font-family="DejaVu Sans">${s.name}</text>`,
+      `<rect x="${x0 + k * 190}" y="${y0 + height + 18}" width="12" height="12" fill="${s.color}"/>`,
+      `<text x="${x0 + 18 + k * 190}" y="${y0 + height + 28}" font-size="12" font-family="DejaVu Sans">${s.name}</text>`,
     );
   });
   return parts.join("\n");

@@ -13,6 +13,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   e2e: async () => (await import("./e2e.ts")).run,
   replay: async () => (await import("./replay.ts")).run,
   prompt: async () => (await import("./prompt.ts")).run,
+  scale: async () => (await import("./scale.ts")).run,
 };
 
 function natsVersion(): string {

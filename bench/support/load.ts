@@ -38,11 +38,13 @@ export function roundRobin(
   threads: number,
   subject: (thread: string) => string,
   threadName: (t: number) => string = (t) => `t${t}`,
+  /** Where each thread's message numbering starts (a later window of the same threads). */
+  first = 0,
 ): Outgoing[] {
   const out: Outgoing[] = [];
   for (let i = 0; i < total; i++) {
     const thread = threadName(i % threads);
-    const message = benchMessage(thread, Math.floor(i / threads));
+    const message = benchMessage(thread, first + Math.floor(i / threads));
     out.push({
       subject: subject(thread),
       msgID: message.id,
