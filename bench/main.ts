@@ -3,6 +3,7 @@
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
+import { performance } from "node:perf_hooks";
 
 type Bench = () => Promise<Record<string, number>>;
 
@@ -45,12 +46,18 @@ async function main(): Promise<void> {
     `machine: ${machine.cores} cores (${machine.cpu}), ${machine.memoryGiB} GiB, Node ${machine.node}, ${machine.natsServer}`,
   );
   const results: Record<string, Record<string, number>> = {};
+  const seconds: Record<string, number> = {};
+  const started = performance.now();
   for (const name of names) {
     console.log(`\n== ${name}`);
     const load = benches[name];
     if (!load) continue;
+    const t = performance.now();
     results[name] = await (await load())();
+    seconds[name] = Math.round((performance.now() - t) / 100) / 10;
+    console.log(`  (${seconds[name]} s)`);
   }
+  const total = Math.round((performance.now() - started) / 100) / 10;
   console.log("\n| benchmark | figure | value |\n|---|---|---|");
   for (const [name, figures] of Object.entries(results)) {
     for (const [key, value] of Object.entries(figures))
@@ -59,9 +66,9 @@ async function main(): Promise<void> {
   const file = new URL("./results.json", import.meta.url);
   writeFileSync(
     file,
-    `${JSON.stringify({ at: new Date().toISOString(), machine, results }, null, 2)}\n`,
+    `${JSON.stringify({ at: new Date().toISOString(), machine, seconds: { ...seconds, total }, results }, null, 2)}\n`,
   );
-  console.log(`\nwritten to bench/results.json`);
+  console.log(`\n${total} s in all; written to bench/results.json`);
 }
 
 await main();
