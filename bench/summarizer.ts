@@ -3,22 +3,11 @@
 import { performance } from "node:perf_hooks";
 import type { Message } from "../shared/events.ts";
 import { extractLeaf, extractMerge } from "../services/summarizer/extractive.ts";
+import { rng } from "./conversation.ts";
 
 const LINE = 512;
 const MESSAGES = 2_000;
 const MIN_MS = 1_000;
-
-// A fixed-seed generator: every run measures the same corpus.
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const WORDS =
   "the deploy failed because staging config rate limit invoice run retry rollback review merge branch test passed cache prompt outline thread worker queue error timeout we should check whether it is done please".split(

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import {
   jetstream,
   jetstreamManager,
@@ -8,7 +7,6 @@ import {
 } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { InfraNames } from "../services/config/names.ts";
 import { connectNats, NatsConnectError } from "../services/nats/connect.ts";
 import {
   DEAD_LETTER_HEADERS,
@@ -17,6 +15,7 @@ import {
   subjects,
   TopologyError,
 } from "../services/nats/topology.ts";
+import { uniqueNames } from "./support/thread-worker.ts";
 
 let nc: NatsConnection;
 let jsm: JetStreamManager;
@@ -28,22 +27,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await nc.close();
 });
-
-// Every test gets its own streams and subjects: the server is shared by the whole run.
-function uniqueNames(): InfraNames {
-  const id = randomBytes(4).toString("hex");
-  return {
-    chatStream: `CHAT_${id}`,
-    chatPrefix: `chat${id}`,
-    historyStream: `HISTORY_${id}`,
-    historyPrefix: `history${id}`,
-    deadStream: `DEAD_${id}`,
-    deadSubject: `dead${id}.letters`,
-    kvBucket: `outline_${id}`,
-    apiPrefix: `api${id}`,
-    workerDurable: `worker_${id}`,
-  };
-}
 
 async function rejection(promise: Promise<unknown>): Promise<Error> {
   try {

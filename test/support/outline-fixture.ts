@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import { cutToBytes, utf8Bytes } from "../../shared/bytes.ts";
@@ -20,20 +19,7 @@ import { subjects } from "../../services/nats/subjects.ts";
 import { fakeSummary } from "./conversation.ts";
 
 /** Stream, subject and bucket names no other test uses, so tests share one nats-server. */
-export function uniqueNames(): InfraNames {
-  const u = randomBytes(4).toString("hex");
-  return {
-    chatStream: `CHAT_${u}`,
-    chatPrefix: `chat_${u}`,
-    historyStream: `HISTORY_${u}`,
-    historyPrefix: `history_${u}`,
-    deadStream: `DEAD_${u}`,
-    deadSubject: `dead_${u}`,
-    kvBucket: `outline_${u}`,
-    apiPrefix: `api_${u}`,
-    workerDurable: `worker_${u}`,
-  };
-}
+export { uniqueNames } from "./thread-worker.ts";
 
 /** Publishes messages to CHAT as the platform does (Nats-Msg-Id = id); returns their sequences. */
 export async function publishMessages(
