@@ -1,7 +1,6 @@
 // Scaling through the real thread worker (in this process, instant summarizer, private
-// nats-server). One thread of 50,000 messages (BENCH_SCALE_MESSAGES): time per message in the
-// windows ending at 1k, 10k and the last (flat means O(1) amortised work per message, I/O
-// included). Then 10,000 threads with one live actor each: heap and RSS per actor, and what
+// nats-server). One thread of 100,000 messages (BENCH_SCALE_MESSAGES): time per message in the
+// windows ending at 1k, 10k and 100k (flat means O(1) amortised work per message, I/O included). Then 10,000 threads with one live actor each: heap and RSS per actor, and what
 // passivation gives back.
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
@@ -19,11 +18,9 @@ import { perSecond, publishAll, roundRobin } from "./support/load.ts";
 import { profiled } from "./support/profile.ts";
 import { startBenchServer, type BenchServer } from "./support/server.ts";
 
-// 50,000 by default so that `npm run bench` stays under 10 minutes on two cores: the worker takes
-// ~2.5 ms per message on one thread (shared/thread.ts re-runs the merge batch on every summary
-// while a batch waits), so 100,000 alone take ~4.5 minutes. BENCH_SCALE_MESSAGES=100000 measures
-// the 100k point.
-const MESSAGES = Number(process.env.BENCH_SCALE_MESSAGES ?? 50_000);
+// ~2.5 ms per message on one thread through the worker (shared/thread.ts re-runs the merge batch
+// on every summary while a batch waits): 100,000 take ~4 minutes of the 10 `npm run bench` has.
+const MESSAGES = Number(process.env.BENCH_SCALE_MESSAGES ?? 100_000);
 const THREADS = Number(process.env.BENCH_SCALE_THREADS ?? 10_000);
 const CHECKPOINTS = [...new Set([1_000, 10_000, 100_000, MESSAGES])]
   .filter((n) => n <= MESSAGES && n % 1_000 === 0)
