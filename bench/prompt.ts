@@ -120,7 +120,7 @@ export async function run(): Promise<Record<string, number>> {
       token: undefined,
       log: () => {},
     });
-    const { port } = (await listen(httpServer, "127.0.0.1", 0));
+    const { port } = await listen(httpServer, "127.0.0.1", 0);
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     http.close = () => {
       agent.destroy();
