@@ -95,15 +95,21 @@ function shownTail(input: PromptInput): readonly Message[] {
   return input.tail.filter((m) => time(m.at) >= from);
 }
 
-/** How many of the oldest tail messages the hard cap leaves out (never the newest). */
-function overCap(tail: readonly Message[], cap: number | undefined): number {
-  if (cap === undefined) return 0;
-  let total = 0;
-  for (const m of tail) total += estimateMessageTokens(m);
+/**
+ * How many of the oldest tail messages the hard cap leaves out (never the newest), and the
+ * estimated tokens of those that stay. Each message is estimated once.
+ */
+function overCap(
+  tail: readonly Message[],
+  cap: number | undefined,
+): { drop: number; tokens: number } {
+  const costs = tail.map(estimateMessageTokens);
+  let tokens = 0;
+  for (const c of costs) tokens += c;
   let drop = 0;
-  while (total > cap && drop < tail.length - 1)
-    total -= estimateMessageTokens(tail[drop++] as Message);
-  return drop;
+  if (cap !== undefined)
+    while (tokens > cap && drop < tail.length - 1) tokens -= costs[drop++] ?? 0;
+  return { drop, tokens };
 }
 
 /** Says which messages are not in the prompt yet, and how to read them. */
@@ -130,13 +136,11 @@ export function wholeMessage(message: Message, agent: string, cutAt: string | nu
 function stats(
   lines: readonly PromptLine[],
   rendered: readonly string[],
-  tail: readonly Message[],
+  tailTokens: number,
   pending: number,
 ): PromptStats {
   let outlineBytes = 0;
   for (const r of rendered) outlineBytes += utf8Bytes(r) + 1;
-  let tailTokens = 0;
-  for (const m of tail) tailTokens += estimateMessageTokens(m);
   return { outlineBytes, tailTokens, lines: lines.length, pending };
 }
 
@@ -144,7 +148,7 @@ function stats(
 export function buildOpenAIPrompt(input: PromptInput): Prompt<OpenAIMessage> {
   const lines = shownLines(input);
   const all = shownTail(input);
-  const pending = overCap(all, input.tailCap);
+  const { drop: pending, tokens } = overCap(all, input.tailCap);
   const tail = pending > 0 ? all.slice(pending) : all;
   const rendered = lines.map(renderPromptLine);
   const whole = tail.map((m) => wholeMessage(m, input.agent, input.cutAt));
@@ -152,7 +156,7 @@ export function buildOpenAIPrompt(input: PromptInput): Prompt<OpenAIMessage> {
     const first = (input.firstPosition ?? 0) + (input.tail.length - all.length);
     whole.unshift({ role: "user", content: pendingNote(first, pending) });
   }
-  const summary = stats(lines, rendered, tail, pending);
+  const summary = stats(lines, rendered, tokens, pending);
   if (rendered.length === 0) return { messages: whole, stats: summary };
   const outline: OpenAIMessage = {
     role: "user",

@@ -299,6 +299,9 @@ function tryCut(s: ThreadState, cut: PendingCut): boolean {
 /** Applies pending cuts in log order until one must wait for a summary. */
 function settle(s: ThreadState): void {
   for (;;) {
+    // Waiting for a merge parent: nothing can change until it is built (saves re-running the batch).
+    const needed = s.batch?.waitingFor;
+    if (needed && !getNode(s.nodes, needed.level, needed.index)) return;
     const cut = s.cuts[0];
     if (!cut || !leavesBuilt(s, s.boundary, cut.boundary) || !tryCut(s, cut)) return;
   }
