@@ -275,6 +275,44 @@ describe("thread worker", () => {
     expect(workerB.metrics.get(M.rehydrations)).toBeGreaterThan(0);
   });
 
+  it("backpressure: a backlog past backlogLimit waits in the stream, the stored tail stays bounded, nothing is lost", async () => {
+    const h = await setup();
+    // A slow model: summaries lag far behind a burst of 600 messages.
+    class SlowSummarizer extends FakeSummarizer {
+      override async summarize(
+        job: Parameters<FakeSummarizer["summarize"]>[0],
+        signal?: AbortSignal,
+      ) {
+        await new Promise((r) => setTimeout(r, 15));
+        return super.summarize(job, signal);
+      }
+    }
+    const worker = await start(h, {
+      summarizer: new SlowSummarizer(),
+      backlogLimit: 40,
+      maxBurst: 10,
+    });
+    const thread = "backlog";
+    const messages = Array.from({ length: 600 }, (_, i) => chatMessage(thread, i));
+    await Promise.all(messages.map((m) => publishMessage(h, m)));
+    let largest = 0;
+    await waitFor(
+      "the backlog to settle",
+      async () => {
+        largest = Math.max(largest, (await readSnapshot(h, thread))?.tail.length ?? 0);
+        return (
+          await Promise.all([thread].map(async (t) => (await readSnapshot(h, t))?.count === 600))
+        ).every(Boolean);
+      },
+      120_000,
+    );
+    await waitSettled(h, [thread], 120_000);
+    expect(largest).toBeGreaterThan(0);
+    expect(largest).toBeLessThanOrEqual(40 + 10);
+    expect(await worker.renderMetrics()).toMatch(/outline_worker_backlog_holds_total [1-9]/);
+    await expectMatchesCore(h, [thread]);
+  });
+
   it("a thread stored with summaries outstanding is woken at start, with no new event", async () => {
     const h = await setup();
     const threads = ["w1", "w2"];

@@ -82,6 +82,7 @@ export const M = {
   actors: "outline_worker_actors",
   rehydrations: "outline_worker_rehydrations_total",
   passivations: "outline_worker_passivations_total",
+  backlogHolds: "outline_worker_backlog_holds_total",
   stateSaves: "outline_worker_state_saves_total",
   snapshotWrites: "outline_worker_snapshot_writes_total",
   threadErrors: "outline_worker_thread_errors_total",
@@ -119,6 +120,11 @@ export function workerMetrics(): MetricRegistry {
   r.define(M.actors, "gauge", "Thread actors in memory.");
   r.define(M.rehydrations, "counter", "Actors restored from their persisted state.");
   r.define(M.passivations, "counter", "Idle actors persisted and stopped.");
+  r.define(
+    M.backlogHolds,
+    "counter",
+    "Times a thread held new chat events because too many messages wait for summaries.",
+  );
   r.define(M.stateSaves, "counter", "Actor state writes to the actor bucket.");
   r.define(M.snapshotWrites, "counter", "Outline snapshot writes to the snapshot bucket.");
   r.define(M.threadErrors, "counter", "Unexpected errors that reset a thread's actor.");

@@ -97,6 +97,7 @@ export class ThreadSlot {
   #saveDue = false;
   #saveTimer: NodeJS.Timeout | undefined;
   #passivateWanted = false;
+  #lastHeartbeat = 0;
 
   constructor(thread: string, ctx: WorkerContext, onEnd: (slot: ThreadSlot, end: SlotEnd) => void) {
     this.thread = thread;
@@ -169,17 +170,17 @@ export class ThreadSlot {
       .catch((err: unknown) => this.#crashed(err))
       .finally(() => {
         this.#running = undefined;
-        if (!this.#ended && (this.#queue.length > 0 || this.#snapshotDue || this.#saveDue)) {
-          this.#kick();
-        }
+        const work = this.#queue.length > 0 && !this.#holdingOnly();
+        if (!this.#ended && (work || this.#snapshotDue || this.#saveDue)) this.#kick();
       });
   }
 
   async #loop(): Promise<void> {
     if (!this.#actor) await this.#load();
     while (!this.#ended) {
-      if (this.#queue.length > 0) {
-        await this.#burst(this.#queue.splice(0, this.#ctx.maxBurst));
+      const items = this.#queue.length > 0 ? this.#nextItems() : [];
+      if (items.length > 0) {
+        await this.#burst(items);
       } else if (this.#snapshotDue) {
         this.#snapshotDue = false;
         if (this.#snapshotWanted) await this.#writeSnapshot();
@@ -198,6 +199,35 @@ export class ThreadSlot {
         return;
       }
     }
+  }
+
+  /** Too many whole messages wait for summaries: new chat events must wait in the stream. */
+  #backlogged(): boolean {
+    const core = this.#actor?.getSnapshot().context.core;
+    return core !== undefined && core.tail.length >= this.#ctx.backlogLimit;
+  }
+
+  /** The queue holds only chat events that the backlog keeps waiting. */
+  #holdingOnly(): boolean {
+    return this.#backlogged() && this.#queue.every((item) => item.kind === "chat");
+  }
+
+  /** The next burst: the queue's head, or while backlogged only the summaries' results. */
+  #nextItems(): Item[] {
+    if (!this.#backlogged()) return this.#queue.splice(0, this.#ctx.maxBurst);
+    const results = this.#queue.filter((item) => item.kind !== "chat");
+    if (results.length > 0) this.#queue = this.#queue.filter((item) => item.kind === "chat");
+    else this.#heartbeat();
+    return results;
+  }
+
+  /** Held events tell the server they are in progress, so it does not redeliver them meanwhile. */
+  #heartbeat(): void {
+    const now = Date.now();
+    if (now - this.#lastHeartbeat < 1_000) return;
+    this.#lastHeartbeat = now;
+    this.#ctx.metrics.add(M.backlogHolds);
+    for (const item of this.#queue) if (item.kind === "chat") item.msg.working();
   }
 
   #crashed(err: unknown): void {

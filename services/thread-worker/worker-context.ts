@@ -37,6 +37,12 @@ export interface WorkerContext {
   saveDelayMs: number;
   /** Most queued events applied before one state write. */
   maxBurst: number;
+  /**
+   * Whole messages a thread may hold while its cuts wait for summaries. Past it the thread takes
+   * no new chat events (they stay unacknowledged in the stream) until summaries catch up, so its
+   * stored state stays well under max_payload whatever the backlog.
+   */
+  backlogLimit: number;
   /** The server's max_payload: a KV value must fit in it. */
   maxPayload(): number;
 }

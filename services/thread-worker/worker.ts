@@ -48,6 +48,8 @@ export interface ThreadWorkerOptions {
   maxAckPending?: number;
   /** Most events of one thread applied before one state write. */
   maxBurst?: number;
+  /** Whole messages a thread holds at most while summaries lag (backpressure); default 4,000. */
+  backlogLimit?: number;
   jobTiming?: Partial<JobTiming>;
   /** Observes every thread actor (XState inspection events), e.g. for `--inspect`. */
   inspect?: (event: InspectionEvent) => void;
@@ -139,6 +141,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     snapshotDelayMs: options.snapshotDelayMs ?? 50,
     saveDelayMs: options.saveDelayMs ?? 1_000,
     maxBurst: options.maxBurst ?? 500,
+    backlogLimit: options.backlogLimit ?? 4_000,
     maxPayload: () => nc.info?.max_payload ?? 1024 * 1024,
   };
   const registry = new ThreadRegistry(ctx);
