@@ -7,11 +7,31 @@ import type { WorkerContext } from "./worker-context.ts";
 
 const encoder = new TextEncoder();
 
+/** Whether `ours` reflects at least as much of the log as `theirs` (never go back). */
+export function notOlder(
+  ours: OutlineSnapshot,
+  theirs: Partial<OutlineSnapshot> | undefined,
+): boolean {
+  if (!theirs || typeof theirs.seq !== "number") return true;
+  if (ours.seq !== theirs.seq) return ours.seq > theirs.seq;
+  const theirJobs = theirs.pending?.jobs ?? Number.POSITIVE_INFINITY;
+  return ours.boundary >= (theirs.boundary ?? 0) && ours.pending.jobs <= theirJobs;
+}
+
+function parse(value: Uint8Array): Partial<OutlineSnapshot> | undefined {
+  try {
+    return JSON.parse(new TextDecoder().decode(value)) as Partial<OutlineSnapshot>;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Writes a thread's outline snapshot (SPEC §8) to the snapshot bucket, fenced on the revision
- * this worker last wrote. A snapshot is derived data, so when someone else wrote the key (a
- * replay into the live bucket) the newer state of the log wins: the revision is re-read and the
- * write repeated, with a warning. Returns the new revision.
+ * this worker last wrote. When someone else wrote the key meanwhile (another worker that took the
+ * thread over, or a replay into the live bucket), the stored one is replaced only if ours
+ * reflects at least as much of the log: a worker that just lost a thread never puts an older
+ * outline back. Returns the revision now stored.
  */
 export async function writeSnapshot(
   ctx: WorkerContext,
@@ -38,6 +58,12 @@ export async function writeSnapshot(
         const current = await kv.get(thread);
         if (current?.operation === "PUT" && sameBytes(current.value, bytes))
           return current.revision;
+        if (current?.operation === "PUT" && !notOlder(snapshot, parse(current.value))) {
+          ctx.log.warn(
+            `snapshot of thread '${thread}' in bucket ${ctx.names.kvBucket} is newer than this worker's (another worker has the thread); leaving it`,
+          );
+          return current.revision;
+        }
         ctx.log.warn(
           `snapshot of thread '${thread}' in bucket ${ctx.names.kvBucket} was written by someone else; writing this worker's newer one over it`,
         );
