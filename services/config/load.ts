@@ -32,7 +32,12 @@ export interface Config {
  * Variables a service reads itself from `values` (so the config file may hold them too): the
  * prompt-builder's bearer token, the worker's timings.
  */
-export const SERVICE_VARIABLES = ["OUTLINE_API_TOKEN", "OUTLINE_IDLE_MS", "OUTLINE_ACK_WAIT_MS"];
+export const SERVICE_VARIABLES = [
+  "OUTLINE_API_TOKEN",
+  "OUTLINE_IDLE_MS",
+  "OUTLINE_ACK_WAIT_MS",
+  "OUTLINE_BACKLOG_LIMIT",
+];
 
 const KNOWN = new Set<string>([
   CONFIG_VARIABLE,

@@ -72,6 +72,8 @@ export const workerMetricsSubject = (names: InfraNames): string =>
   `${names.apiPrefix}.metrics.worker`;
 
 export const DEFAULT_IDLE_MS = 60_000;
+/** Whole messages a thread holds at most while its summaries lag (OUTLINE_BACKLOG_LIMIT). */
+export const DEFAULT_BACKLOG_LIMIT = 4_000;
 export const DEFAULT_ACK_WAIT_MS = 30_000;
 
 /** The worker's consumer is ours to shape only when we create it; an existing one is checked. */
@@ -141,7 +143,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     snapshotDelayMs: options.snapshotDelayMs ?? 50,
     saveDelayMs: options.saveDelayMs ?? 1_000,
     maxBurst: options.maxBurst ?? 500,
-    backlogLimit: options.backlogLimit ?? 4_000,
+    backlogLimit: options.backlogLimit ?? DEFAULT_BACKLOG_LIMIT,
     maxPayload: () => nc.info?.max_payload ?? 1024 * 1024,
   };
   const registry = new ThreadRegistry(ctx);
