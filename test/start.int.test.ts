@@ -89,7 +89,9 @@ function controllable() {
 // The banner can come before a stand-in has run its first line; a stop then would test nothing.
 function stopOnceWorkerIsUp(stop: () => void): void {
   const poll = setInterval(() => {
-    if (!existsSync(join(dir, "worker.env"))) return;
+    // The file exists a moment before its content is written: wait for the content.
+    const file = join(dir, "worker.env");
+    if (!existsSync(file) || !readFileSync(file, "utf8").includes("\n")) return;
     clearInterval(poll);
     stop();
   }, 20);
