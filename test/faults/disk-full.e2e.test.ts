@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StorageType } from "@nats-io/jetstream";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   chatMessage,
   publishMessage,
@@ -12,14 +12,12 @@ import {
   waitSettled,
   type Harness,
 } from "../support/thread-worker.ts";
-import type { WorkerProcess } from "../support/worker-process.ts";
 import {
   expectMatchesCleanRun,
-  killAll,
+  faultScope,
   ownHarness,
   spawnWorker,
   startOwnNats,
-  type OwnNats,
 } from "./support.ts";
 
 // Fault: JetStream's file store is full (max_file_store reached; a filler stream takes the room).
@@ -28,15 +26,8 @@ import {
 // in its log, acknowledges nothing it has not stored, and corrupts nothing: once room is made,
 // every thread settles to the clean run.
 
-const processes: WorkerProcess[] = [];
-let nats: OwnNats | undefined;
-let h: Harness | undefined;
-
-afterEach(async () => {
-  await killAll(processes);
-  await h?.nc.close();
-  await nats?.stop();
-});
+const scope = faultScope();
+const { processes } = scope;
 
 /** Fills the store with a stream of its own until the server refuses; returns its refusal. */
 async function fillStore(harness: Harness): Promise<Error> {
@@ -60,8 +51,8 @@ describe("fault: the JetStream store is full", () => {
   it("a clear error, nothing acknowledged that was not stored, no corrupt state; catches up once room is made", async () => {
     const conf = join(mkdtempSync(join(tmpdir(), "outline-conf-")), "small-store.conf");
     writeFileSync(conf, "jetstream { max_file_store: 8MB }\n");
-    nats = await startOwnNats({ configFile: conf });
-    h = await ownHarness(nats.url);
+    const nats = (scope.nats = await startOwnNats({ configFile: conf }));
+    const h = (scope.h = await ownHarness(nats.url));
     const harness = h;
     const threads = ["d1", "d2"];
     const publish = (from: number, to: number) =>

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   chatMessage,
   publishMessage,
@@ -6,37 +6,27 @@ import {
   SMALL,
   waitFor,
   waitSettled,
-  type Harness,
 } from "../support/thread-worker.ts";
-import type { WorkerProcess } from "../support/worker-process.ts";
 import {
   BuilderProcess,
   expectMatchesCleanRun,
-  killAll,
+  faultScope,
   ownHarness,
   spawnWorker,
   startOwnNats,
-  type OwnNats,
 } from "./support.ts";
 
 // Fault: nats-server (file storage) stops and starts again mid-stream. The worker and the
 // prompt-builder are not restarted: they reconnect by themselves, the worker goes on consuming
 // where its durable consumer was, and the prompt-builder serves again.
 
-const processes: (WorkerProcess | BuilderProcess)[] = [];
-let nats: OwnNats | undefined;
-let h: Harness | undefined;
-
-afterEach(async () => {
-  await killAll(processes);
-  await h?.nc.close();
-  await nats?.stop();
-});
+const scope = faultScope();
+const { processes } = scope;
 
 describe("fault: nats-server restarts mid-stream", () => {
   it("the services reconnect by themselves and every thread settles to the clean run", async () => {
-    nats = await startOwnNats();
-    h = await ownHarness(nats.url);
+    const nats = (scope.nats = await startOwnNats());
+    const h = (scope.h = await ownHarness(nats.url));
     const harness = h;
     const worker = spawnWorker(nats.url, harness.names, SMALL);
     processes.push(worker);

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   chatMessage,
   isSettled,
@@ -9,15 +9,13 @@ import {
   waitSettled,
   type Harness,
 } from "../support/thread-worker.ts";
-import type { WorkerProcess } from "../support/worker-process.ts";
-import { openAIEnv, startSlowOpenAI, type SlowOpenAI } from "./slow-openai.ts";
+import { openAIEnv, startSlowOpenAI } from "./slow-openai.ts";
 import {
   expectMatchesCleanRun,
-  killAll,
+  faultScope,
   ownHarness,
   spawnWorker,
   startOwnNats,
-  type OwnNats,
 } from "./support.ts";
 
 // Fault: the worker is SIGKILLed 5 times at random moments of a summarization storm (small
@@ -25,17 +23,8 @@ import {
 // nothing applied twice, no node built twice; the last worker settles every thread to exactly
 // the pure core's state on the same log and the summaries HISTORY holds.
 
-const processes: WorkerProcess[] = [];
-let nats: OwnNats | undefined;
-let fake: SlowOpenAI | undefined;
-let h: Harness | undefined;
-
-afterEach(async () => {
-  await killAll(processes);
-  await h?.nc.close();
-  await fake?.close();
-  await nats?.stop();
-});
+const scope = faultScope();
+const { processes } = scope;
 
 async function applied(harness: Harness, threads: string[]): Promise<number> {
   const snapshots = await Promise.all(threads.map((t) => readSnapshot(harness, t)));
@@ -44,9 +33,9 @@ async function applied(harness: Harness, threads: string[]): Promise<number> {
 
 describe("fault: SIGKILL during a summarization storm", () => {
   it("5 kills at random moments; the restarted worker settles every thread to the clean run", async () => {
-    nats = await startOwnNats();
-    fake = await startSlowOpenAI({ kind: "ok", minMs: 40, maxMs: 200 });
-    h = await ownHarness(nats.url);
+    const nats = (scope.nats = await startOwnNats());
+    const fake = (scope.fake = await startSlowOpenAI({ kind: "ok", minMs: 40, maxMs: 200 }));
+    const h = (scope.h = await ownHarness(nats.url));
     const harness = h;
     const threads = ["s1", "s2", "s3", "s4"];
     // Messages arrive in 5 waves, one per worker life, so kills land while events are being
@@ -68,7 +57,7 @@ describe("fault: SIGKILL during a summarization storm", () => {
       waves.push(wave(k));
       // A random moment: after 3 to 40 more summarizer calls reach the model.
       const target = fake.counts.ok + 3 + Math.floor(Math.random() * 38);
-      await waitFor(`summarizer call ${target}`, () => fake!.counts.ok >= target, 60_000);
+      await waitFor(`summarizer call ${target}`, () => fake.counts.ok >= target, 60_000);
       worker.kill("SIGKILL");
       expect((await worker.exited).signal).toBe("SIGKILL");
       kills.push(

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   chatMessage,
   publishMessage,
@@ -6,18 +6,15 @@ import {
   SMALL,
   waitFor,
   waitSettled,
-  type Harness,
 } from "../support/thread-worker.ts";
-import type { WorkerProcess } from "../support/worker-process.ts";
-import { openAIEnv, startSlowOpenAI, type SlowOpenAI } from "./slow-openai.ts";
+import { openAIEnv, startSlowOpenAI } from "./slow-openai.ts";
 import {
   BuilderProcess,
   expectMatchesCleanRun,
-  killAll,
+  faultScope,
   ownHarness,
   spawnWorker,
   startOwnNats,
-  type OwnNats,
 } from "./support.ts";
 
 // Fault: the model endpoint fails with 503, then hangs (the client's 1 s timeout fires), then
@@ -25,17 +22,8 @@ import {
 // tail grows past its bound up to the hard cap of 2 × tail[1]; past it the prompt says which
 // messages are pending), and after recovery everything catches up with no message lost.
 
-const processes: (WorkerProcess | BuilderProcess)[] = [];
-let nats: OwnNats | undefined;
-let fake: SlowOpenAI | undefined;
-let h: Harness | undefined;
-
-afterEach(async () => {
-  await killAll(processes);
-  await h?.nc.close();
-  await fake?.close();
-  await nats?.stop();
-});
+const scope = faultScope();
+const { processes } = scope;
 
 interface Prompt {
   messages: { role: string; content: string }[];
@@ -44,9 +32,9 @@ interface Prompt {
 
 describe("fault: summarizer outage (503, then hanging, then back)", () => {
   it("threads take messages and prompts are served throughout; all catches up after", async () => {
-    nats = await startOwnNats();
-    fake = await startSlowOpenAI({ kind: "ok", minMs: 5, maxMs: 20 });
-    h = await ownHarness(nats.url);
+    const nats = (scope.nats = await startOwnNats());
+    const fake = (scope.fake = await startSlowOpenAI({ kind: "ok", minMs: 5, maxMs: 20 }));
+    const h = (scope.h = await ownHarness(nats.url));
     const harness = h;
     const worker = spawnWorker(nats.url, harness.names, SMALL, openAIEnv(fake, 1_000));
     processes.push(worker);
@@ -88,7 +76,7 @@ describe("fault: summarizer outage (503, then hanging, then back)", () => {
     // Hanging: the client's timeout fires; messages still applied, prompts still served.
     fake.setMode({ kind: "hang" });
     await publish(100, 130);
-    await waitFor("calls to hang", () => fake!.counts.hang >= 2, 20_000);
+    await waitFor("calls to hang", () => fake.counts.hang >= 2, 20_000);
     await waitFor("messages applied while hanging", async () => (await count("o2")) === 130);
     expect((await prompt("o2")).stats.pending).toBeGreaterThan(0);
 

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { expect } from "vitest";
+import { afterEach, expect } from "vitest";
 import type { CoreSettings } from "../../shared/settings.ts";
 import type { InfraNames } from "../../services/config/names.ts";
 import { connectNats } from "../../services/nats/connect.ts";
@@ -142,6 +142,32 @@ export class BuilderProcess {
     }
     return { status: res.status, body, text };
   }
+}
+
+/** What one fault test starts, all stopped after it whatever happened: processes first. */
+export interface FaultScope {
+  processes: { child: ChildProcess; exited: Promise<unknown> }[];
+  /** Extra teardown steps (watchers, timers), run first. */
+  stops: (() => void)[];
+  nats?: OwnNats | undefined;
+  fake?: { close(): Promise<void> } | undefined;
+  h?: Harness | undefined;
+}
+
+/** Registers the teardown every fault test file needs and returns what it will stop. */
+export function faultScope(): FaultScope {
+  const scope: FaultScope = { processes: [], stops: [] };
+  afterEach(async () => {
+    for (const stop of scope.stops.splice(0)) stop();
+    await killAll(scope.processes);
+    await scope.h?.nc.close();
+    await scope.fake?.close();
+    await scope.nats?.stop();
+    scope.h = undefined;
+    scope.fake = undefined;
+    scope.nats = undefined;
+  });
+  return scope;
 }
 
 /** Kills what is still running and waits for it to exit. */

@@ -1,6 +1,6 @@
 import { Kvm, type KvWatchEntry } from "@nats-io/kv";
 import { jetstream } from "@nats-io/jetstream";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import { workerBucketNames } from "../../services/thread-worker/buckets.ts";
 import {
@@ -12,15 +12,13 @@ import {
   waitSettled,
   type Harness,
 } from "../support/thread-worker.ts";
-import type { WorkerProcess } from "../support/worker-process.ts";
-import { openAIEnv, startSlowOpenAI, type SlowOpenAI } from "./slow-openai.ts";
+import { openAIEnv, startSlowOpenAI } from "./slow-openai.ts";
 import {
   expectMatchesCleanRun,
-  killAll,
+  faultScope,
   ownHarness,
   spawnWorker,
   startOwnNats,
-  type OwnNats,
 } from "./support.ts";
 
 // Fault: two worker processes share the durable consumer, so events of one thread reach both.
@@ -29,19 +27,8 @@ import {
 // may ever go back (a stale worker overwriting a newer one). Then one worker is SIGKILLed and the
 // other takes its threads over: everything settles to the clean run.
 
-const processes: WorkerProcess[] = [];
-let nats: OwnNats | undefined;
-let fake: SlowOpenAI | undefined;
-let h: Harness | undefined;
-const stops: (() => void)[] = [];
-
-afterEach(async () => {
-  for (const stop of stops.splice(0)) stop();
-  await killAll(processes);
-  await h?.nc.close();
-  await fake?.close();
-  await nats?.stop();
-});
+const scope = faultScope();
+const { processes } = scope;
 
 interface Write {
   thread: string;
@@ -60,7 +47,7 @@ async function recordWrites(
   const kv = await new Kvm(jetstream(harness.nc)).open(bucket);
   const writes: Write[] = [];
   const watch = await kv.watch({ include: "updates" as never });
-  stops.push(() => watch.stop());
+  scope.stops.push(() => watch.stop());
   void (async () => {
     for await (const e of watch as AsyncIterable<KvWatchEntry>) {
       if (e.operation !== "PUT") continue;
@@ -88,9 +75,9 @@ function backwardWrites(writes: Write[]): string[] {
 
 describe("fault: two workers on the same stream", () => {
   it("no thread's state ever goes back; after one is killed the other takes its threads over", async () => {
-    nats = await startOwnNats();
-    fake = await startSlowOpenAI({ kind: "ok", minMs: 10, maxMs: 60 });
-    h = await ownHarness(nats.url);
+    const nats = (scope.nats = await startOwnNats());
+    const fake = (scope.fake = await startSlowOpenAI({ kind: "ok", minMs: 10, maxMs: 60 }));
+    const h = (scope.h = await ownHarness(nats.url));
     const harness = h;
     const env = openAIEnv(fake);
     const a = spawnWorker(nats.url, harness.names, SMALL, env);
