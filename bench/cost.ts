@@ -70,6 +70,10 @@ interface Strategy {
   inputBytes: number;
   uncachedInputBytes: number;
   outputBytes: number;
+  /** Bytes the nodes are made from (a leaf's message, a merge's two lines): no instructions, no context. */
+  sourceBytes: number;
+  /** Bytes of the agent's prompts a provider cache could not read (what changed from the previous turn). */
+  uncachedPromptBytes: number;
   reuse: number[];
   sizes: number[];
   previous: string;
@@ -81,6 +85,8 @@ const strategy = (name: string): Strategy => ({
   inputBytes: 0,
   uncachedInputBytes: 0,
   outputBytes: 0,
+  sourceBytes: 0,
+  uncachedPromptBytes: 0,
   reuse: [],
   sizes: [],
   previous: "",
@@ -90,6 +96,7 @@ function turn(s: Strategy, messages: readonly OpenAIMessage[]): void {
   const current = wire(messages);
   const shared = s.previous === "" ? 0 : commonPrefix(s.previous, current);
   s.reuse.push(current.length === 0 ? 1 : shared / current.length);
+  s.uncachedPromptBytes += bytes(current.slice(shared));
   s.sizes.push(bytes(current));
   s.previous = current;
 }
@@ -107,6 +114,11 @@ function ours(log: readonly Message[]): Strategy {
     s.calls += 1;
     s.inputBytes += bytes(input);
     s.uncachedInputBytes += cache.uncached(input);
+    s.sourceBytes +=
+      job.kind === "leaf"
+        ? bytes(job.message.text) +
+          (job.message.steps ? bytes(JSON.stringify(job.message.steps)) : 0)
+        : bytes(job.left.text) + bytes(job.right.text);
     const text =
       job.kind === "leaf"
         ? extractLeaf(job.message, job.line)
@@ -156,10 +168,19 @@ function slidingWindow(log: readonly Message[]): Strategy {
   return s;
 }
 
-/** One running summary rewritten from itself plus the leaving messages at each cut. */
-function rollingSummary(log: readonly Message[]): Strategy {
-  const s = strategy("rolling summary");
+/**
+ * One running summary rewritten from itself plus the leaving messages. `overflow` prunes on every
+ * turn that passes the budget, as LangChain's ConversationSummaryBufferMemory does (`prune()`
+ * after each `save_context`: pop the oldest until under `max_token_limit`, then
+ * `predict_new_summary(pruned, summary)`); `cut` waits for the same cut as ours (tail past
+ * tail[1], back to tail[0]), which no common library does but which is the cheapest a rolling
+ * summary can be.
+ */
+function rollingSummary(log: readonly Message[], mode: "overflow" | "cut"): Strategy {
+  const s = strategy(mode === "overflow" ? "rolling summary" : "rolling summary, batched cuts");
   const [low, high] = settings.tail;
+  const keepTo = mode === "overflow" ? high : low;
+  const header = `${SYSTEM_PROMPT}\nRewrite the running summary with the new messages, in at most ${ROLLING_SUMMARY_BYTES} bytes.\n<summary>\n`;
   const tail: { message: Message; cost: number }[] = [];
   let tokens = 0;
   let summary = "";
@@ -170,7 +191,7 @@ function rollingSummary(log: readonly Message[]): Strategy {
     tokens += cost;
     if (tokens > high) {
       const leaving: Message[] = [];
-      while (tokens > low && tail.length > 1) {
+      while (tokens > keepTo && tail.length > 1) {
         const out = tail.shift();
         if (!out) break;
         tokens -= out.cost;
@@ -179,10 +200,12 @@ function rollingSummary(log: readonly Message[]): Strategy {
       const rendered = leaving
         .map((m) => `${m.from}: ${m.text}${m.steps ? ` ${JSON.stringify(m.steps)}` : ""}`)
         .join("\n");
-      const input = `${SYSTEM_PROMPT}\nRewrite the running summary with the new messages, in at most ${ROLLING_SUMMARY_BYTES} bytes.\n<summary>\n${summary}\n</summary>\n<messages>\n${rendered}\n</messages>`;
+      const input = `${header}${summary}\n</summary>\n<messages>\n${rendered}\n</messages>`;
       s.calls += 1;
       s.inputBytes += bytes(input);
-      s.uncachedInputBytes += bytes(input); // the summary changes at its start: nothing is cached
+      s.sourceBytes += bytes(rendered) + bytes(summary);
+      // A model rewrites the summary every call, so a cache reads the fixed header at most.
+      s.uncachedInputBytes += bytes(input) - (s.calls > 1 ? bytes(header) : 0);
       summary = extractLeaf(
         {
           ...message,
@@ -217,28 +240,38 @@ export async function run(): Promise<Record<string, number>> {
   console.log(`  conversation: ${N} messages, ${(logBytes / 1e6).toFixed(1)} MB`);
   const figures: Record<string, number> = {};
   const all: Strategy[] = [];
-  for (const make of [ours, slidingWindow, rollingSummary]) {
+  const strategies: [string, (log: readonly Message[]) => Strategy][] = [
+    ["outline", ours],
+    ["sliding", slidingWindow],
+    ["rolling", (log) => rollingSummary(log, "overflow")],
+    ["rolling_batched", (log) => rollingSummary(log, "cut")],
+  ];
+  for (const [key, make] of strategies) {
     const started = performance.now();
     const s = make(messages);
     all.push(s);
-    const key = s.name.split(" ")[0]?.replace(/[^a-z]/g, "") ?? "x";
     figures[`${key}.model_calls_per_message`] = Number((s.calls / N).toFixed(4));
     figures[`${key}.summarizer_input_bytes_per_message`] = Math.round(s.inputBytes / N);
     figures[`${key}.summarizer_uncached_input_bytes_per_message`] = Math.round(
       s.uncachedInputBytes / N,
     );
     figures[`${key}.summarizer_output_bytes_per_message`] = Math.round(s.outputBytes / N);
+    figures[`${key}.summarizer_source_bytes_per_message`] = Math.round(s.sourceBytes / N);
+    figures[`${key}.uncached_prompt_bytes_per_turn`] = Math.round(s.uncachedPromptBytes / N);
+    figures[`${key}.uncached_bytes_per_turn`] = Math.round(
+      (s.uncachedPromptBytes + s.uncachedInputBytes) / N,
+    );
     figures[`${key}.prefix_reuse_pct`] = Number((mean(s.reuse) * 100).toFixed(2));
     figures[`${key}.prompt_kb_mean`] = Number((mean(s.sizes) / 1024).toFixed(1));
     figures[`${key}.prompt_kb_max`] = Number((Math.max(...s.sizes) / 1024).toFixed(1));
     console.log(
-      `  ${s.name.padEnd(16)} calls/msg ${(s.calls / N).toFixed(3)}  input B/msg ${Math.round(s.inputBytes / N)} (uncached ${Math.round(s.uncachedInputBytes / N)})  output B/msg ${Math.round(s.outputBytes / N)}  reuse ${(mean(s.reuse) * 100).toFixed(2)}%  prompt mean ${(mean(s.sizes) / 1024).toFixed(0)} KB max ${(Math.max(...s.sizes) / 1024).toFixed(0)} KB  (${((performance.now() - started) / 1000).toFixed(1)} s)`,
+      `  ${s.name.padEnd(16)} calls/msg ${(s.calls / N).toFixed(3)}  input B/msg ${Math.round(s.inputBytes / N)} (uncached ${Math.round(s.uncachedInputBytes / N)}, sources ${Math.round(s.sourceBytes / N)})  output B/msg ${Math.round(s.outputBytes / N)}  reuse ${(mean(s.reuse) * 100).toFixed(2)}% (uncached ${Math.round(s.uncachedPromptBytes / N)} B/turn)  prompt mean ${(mean(s.sizes) / 1024).toFixed(0)} KB max ${(Math.max(...s.sizes) / 1024).toFixed(0)} KB  (${((performance.now() - started) / 1000).toFixed(1)} s)`,
     );
   }
   mkdirSync(new URL("../docs/", import.meta.url), { recursive: true });
   const rolling = (xs: number[], w = 200) =>
     xs.map((_, i) => mean(xs.slice(Math.max(0, i - w + 1), i + 1)) * 100);
-  const colors = ["#1f77b4", "#d62728", "#2ca02c"];
+  const colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
   renderChart(new URL("../docs/cost-and-cache.png", import.meta.url).pathname, [
     {
       title: "Prompt size per turn (KB)",
