@@ -32,9 +32,10 @@ function panel(p: Panel, x0: number, y0: number, width: number, height: number):
     );
   }
   parts.push(
-    `<text x="${x0 + width}" y="${y0 + height + 28}" font-size="12" text-anchor="end" font-family="DejaVu Sans">turn (messages), 0 to ${n}</text>`,
+    `<text x="${x0 + width}" y="${y0 + height + 15}" font-size="12" text-anchor="end" font-family="DejaVu Sans">turn (messages), 0 to ${n}</text>`,
   );
-  p.series.forEach((s, k) => {
+  let legendX = x0;
+  p.series.forEach((s) => {
     const step = Math.max(1, Math.floor(s.values.length / 1500));
     const points: string[] = [];
     for (let i = 0; i < s.values.length; i += step)
@@ -42,11 +43,12 @@ function panel(p: Panel, x0: number, y0: number, width: number, height: number):
     parts.push(
       `<polyline fill="none" stroke="${s.color}" stroke-width="1.5" points="${points.join(" ")}"/>`,
     );
-    // Below the axis, not over the lines it names.
+    // Below the axis label, not over the lines it names; each entry as wide as its name.
     parts.push(
-      `<rect x="${x0 + k * 190}" y="${y0 + height + 18}" width="12" height="12" fill="${s.color}"/>`,
-      `<text x="${x0 + 18 + k * 190}" y="${y0 + height + 28}" font-size="12" font-family="DejaVu Sans">${s.name}</text>`,
+      `<rect x="${legendX}" y="${y0 + height + 26}" width="12" height="12" fill="${s.color}"/>`,
+      `<text x="${legendX + 18}" y="${y0 + height + 36}" font-size="12" font-family="DejaVu Sans">${s.name}</text>`,
     );
+    legendX += 40 + s.name.length * 7;
   });
   return parts.join("\n");
 }
@@ -54,9 +56,9 @@ function panel(p: Panel, x0: number, y0: number, width: number, height: number):
 export function renderChart(file: string, panels: Panel[]): void {
   const width = 1000;
   const panelHeight = 260;
-  const height = panels.length * (panelHeight + 90) + 20;
+  const height = panels.length * (panelHeight + 100) + 20;
   const body = panels
-    .map((p, i) => panel(p, 80, 50 + i * (panelHeight + 90), width - 120, panelHeight))
+    .map((p, i) => panel(p, 80, 50 + i * (panelHeight + 100), width - 120, panelHeight))
     .join("\n");
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}"><rect width="100%" height="100%" fill="white"/>${body}</svg>`;
   const png = new Resvg(svg, { font: { loadSystemFonts: true, defaultFontFamily: "DejaVu Sans" } })
