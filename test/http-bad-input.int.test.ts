@@ -1,17 +1,9 @@
-import type { Server } from "node:http";
 import type { NatsConnection } from "@nats-io/transport-node";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { CoreSettings } from "../shared/settings.ts";
 import type { InfraNames } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology } from "../services/nats/topology.ts";
-import { natsHealth } from "../services/prompt-builder/health.ts";
-import { createHttpServer, listen } from "../services/prompt-builder/http.ts";
-import { createMetrics } from "../services/prompt-builder/metrics.ts";
-import { serveNatsApi, type NatsApi } from "../services/prompt-builder/nats-api.ts";
-import { createOperations } from "../services/prompt-builder/operations.ts";
-import { createReader } from "../services/prompt-builder/reader.ts";
 import { makeMessage } from "./support/conversation.ts";
 import {
   publishMessages,
@@ -19,22 +11,17 @@ import {
   replayWithNodes,
   uniqueNames,
 } from "./support/outline-fixture.ts";
+import { SMALL_SETTINGS, startTestApi, type TestApi } from "./support/prompt-builder-api.ts";
 
 // Whatever a client sends, the prompt-builder answers 4xx with `{ error: { code, message } }`
 // (never a 500, never another thread's data). Two threads share the server: every answer about
 // one must hold nothing of the other.
 
-const SETTINGS: CoreSettings = {
-  line: 128,
-  tail: [200, 400],
-  outline: [2000, 4000],
-  concurrency: 8,
-};
+const SETTINGS = SMALL_SETTINGS;
 
 let nc: NatsConnection;
 let names: InfraNames;
-let server: Server;
-let natsApi: NatsApi;
+let api: TestApi | undefined;
 let base: string;
 const failures: string[] = [];
 
@@ -84,25 +71,16 @@ beforeAll(async () => {
     const { state, nodes } = replayWithNodes(thread, SETTINGS, log);
     await publishState(js, kv, names, state, nodes);
   }
-  const operations = createOperations(createReader(nc, names), { tailCap: 800 });
-  const metrics = createMetrics(nc, {
-    workerSubject: `${names.apiPrefix}.metrics.worker`,
+  api = await startTestApi(nc, names, {
+    operations: { tailCap: 800 },
     workerTimeoutMs: 200,
-  });
-  server = createHttpServer({
-    operations,
-    metrics,
-    health: natsHealth(nc),
-    token: undefined,
     log: (line) => failures.push(line),
   });
-  base = `http://127.0.0.1:${(await listen(server, "127.0.0.1", 0)).port}`;
-  natsApi = serveNatsApi(nc, names.apiPrefix, operations, metrics, (line) => failures.push(line));
+  base = api.base;
 });
 
 afterAll(async () => {
-  await natsApi?.drain();
-  await new Promise((r) => server?.close(r));
+  await api?.close();
   await nc?.close();
 });
 

@@ -3,7 +3,7 @@
    @typescript-eslint/no-unsafe-call --
    replies are JSON read as the wire gives them; expect() checks their shape, which is the point. */
 import { spawn } from "node:child_process";
-import { request, type Server } from "node:http";
+import { request } from "node:http";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -17,7 +17,6 @@ import {
   type AnthropicTextBlock,
   type OpenAIMessage,
 } from "../shared/prompt.ts";
-import type { CoreSettings } from "../shared/settings.ts";
 import { toSnapshot, type OutlineSnapshot } from "../shared/snapshot.ts";
 import type { ThreadState } from "../shared/thread.ts";
 import { NAME_VARIABLES, type InfraNames } from "../services/config/names.ts";
@@ -27,7 +26,6 @@ import { apiToken } from "../services/prompt-builder/access.ts";
 import { natsHealth } from "../services/prompt-builder/health.ts";
 import { createHttpServer, listen } from "../services/prompt-builder/http.ts";
 import { createMetrics } from "../services/prompt-builder/metrics.ts";
-import { serveNatsApi, type NatsApi } from "../services/prompt-builder/nats-api.ts";
 import { createOperations, type Operations } from "../services/prompt-builder/operations.ts";
 import { createReader } from "../services/prompt-builder/reader.ts";
 import { ZOOM_TOOL } from "../services/prompt-builder/tools.ts";
@@ -39,14 +37,9 @@ import {
   replayWithNodes,
   uniqueNames,
 } from "./support/outline-fixture.ts";
+import { SMALL_SETTINGS, startTestApi, type TestApi } from "./support/prompt-builder-api.ts";
 
-// Small settings so a few hundred messages give many cuts and merges.
-const SETTINGS: CoreSettings = {
-  line: 128,
-  tail: [200, 400],
-  outline: [2000, 4000],
-  concurrency: 8,
-};
+const SETTINGS = SMALL_SETTINGS;
 const N = 240; // messages in CHAT
 const K = 200; // messages the snapshot reflects; the rest are newer than it
 const BIG = 30; // position of a 90,000-character message (inside the outline)
@@ -82,9 +75,8 @@ let js: JetStreamClient;
 let kv: KV;
 let names: InfraNames;
 let operations: Operations;
-let server: Server;
+let api: TestApi | undefined;
 let base: string;
-let natsApi: NatsApi;
 const thread = `t-${Date.now().toString(36)}`;
 let messages: Message[];
 let seqs: number[];
@@ -128,27 +120,12 @@ beforeAll(async () => {
   await js.publish(s.messageCreated(thread), JSON.stringify(messages[K + 1]), { msgID: "retry-1" });
   await js.publish(s.messageCreated(thread), "{not json", { msgID: "bad-1" });
 
-  const reader = createReader(nc, names);
-  operations = createOperations(reader);
-  const metrics = createMetrics(nc, {
-    workerSubject: `${names.apiPrefix}.metrics.worker`,
-    workerTimeoutMs: 300,
-  });
-  server = createHttpServer({
-    operations,
-    metrics,
-    health: natsHealth(nc),
-    token: undefined,
-    log: () => {},
-  });
-  const address = await listen(server, "127.0.0.1", 0);
-  base = `http://127.0.0.1:${address.port}`;
-  natsApi = serveNatsApi(nc, names.apiPrefix, operations, metrics, () => {});
+  api = await startTestApi(nc, names);
+  ({ operations, base } = api);
 });
 
 afterAll(async () => {
-  await natsApi?.drain();
-  await new Promise((r) => server?.close(r));
+  await api?.close();
   await nc?.close();
 });
 

@@ -27,20 +27,21 @@ export interface HttpOptions {
   log?: (line: string) => void;
 }
 
+/** Sends JSON: a value, or its text already encoded (a prompt body, see Operations). */
 function send(
   res: ServerResponse,
   status: number,
   body: unknown,
   headers: Record<string, string> = {},
 ) {
-  const text = JSON.stringify(body);
+  const data = body instanceof Uint8Array ? body : JSON.stringify(body);
   res.writeHead(status, {
     "content-type": "application/json; charset=utf-8",
-    "content-length": String(Buffer.byteLength(text)),
+    "content-length": String(typeof data === "string" ? Buffer.byteLength(data) : data.length),
     "cache-control": "no-store",
     ...headers,
   });
-  res.end(text);
+  res.end(data);
 }
 
 function sendError(res: ServerResponse, err: ApiError, headers: Record<string, string> = {}) {
@@ -143,7 +144,8 @@ export function createHttpServer(options: HttpOptions): Server {
     const started = performance.now();
     let status = 200;
     try {
-      send(res, 200, await options.operations[r.op](r.raw));
+      const ops = options.operations;
+      send(res, 200, await (r.op === "prompt" ? ops.promptBody(r.raw) : ops[r.op](r.raw)));
     } catch (err) {
       status = err instanceof ApiError ? err.status : 500;
       throw err;

@@ -67,7 +67,8 @@ export function serveNatsApi(
     let status = 200;
     let body: unknown;
     try {
-      body = await operations[op](parseBody(msg));
+      const raw = parseBody(msg);
+      body = await (op === "prompt" ? operations.promptBody(raw) : operations[op](raw));
     } catch (err) {
       const apiError =
         err instanceof ApiError
@@ -86,7 +87,7 @@ export function serveNatsApi(
     if (!msg.reply) return;
     const h = headers();
     h.set("Outline-Status", String(status));
-    msg.respond(JSON.stringify(body), { headers: h });
+    msg.respond(body instanceof Uint8Array ? body : JSON.stringify(body), { headers: h });
   }
 
   for (const op of NATS_OPERATIONS) {

@@ -12,8 +12,9 @@ import {
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import { pageText, resolveZoom, type Page, type ZoomScope } from "../../shared/zoom.ts";
 import { ApiError, notFound } from "./api-error.ts";
+import { PromptCache } from "./prompt-cache.ts";
 import type { StoredMessage, ThreadReader } from "./reader.ts";
-import { promptArgs, threadArg, zoomArgs, type RawRequest } from "./requests.ts";
+import { promptArgs, threadArg, zoomArgs, type PromptArgs, type RawRequest } from "./requests.ts";
 import { ZOOM_TOOL, type ToolDefinition } from "./tools.ts";
 
 export interface PromptReply {
@@ -50,6 +51,12 @@ export type ZoomReply =
 /** The prompt-builder's operations, free of any transport: HTTP and NATS both call these. */
 export interface Operations {
   prompt(raw: RawRequest): Promise<PromptReply>;
+  /**
+   * The same reply as the transports send it, JSON in UTF-8, byte for byte
+   * `JSON.stringify(await prompt(raw))`; kept and served again while nothing it depends on
+   * changed (see PromptCache).
+   */
+  promptBody(raw: RawRequest): Promise<Buffer>;
   zoom(raw: RawRequest): Promise<ZoomReply>;
   outline(raw: RawRequest): Promise<OutlineSnapshot>;
   tools(raw: RawRequest): Promise<ToolDefinition>;
@@ -66,6 +73,8 @@ export interface OperationsOptions {
    * cuts wait and the tail outgrows tail[1]; past this the oldest are left out with a note.
    */
   tailCap?: number | undefined;
+  /** Bytes of built prompt bodies and parsed snapshots kept (default 32 MB; 0 turns it off). */
+  promptCacheBytes?: number;
 }
 
 export const DEFAULT_MAX_NEWER = 10_000;
@@ -109,6 +118,7 @@ export function createOperations(
   options: OperationsOptions = {},
 ): Operations {
   const maxNewer = options.maxNewer ?? DEFAULT_MAX_NEWER;
+  const cache = new PromptCache(options.promptCacheBytes);
 
   async function newerThan(
     thread: string,
@@ -132,17 +142,43 @@ export function createOperations(
     return out;
   }
 
+  async function wholeAfter(
+    thread: string,
+    snapshot: OutlineSnapshot | undefined,
+    lastSeq: number,
+  ): Promise<ThreadView> {
+    const [tail, newer] = await Promise.all([
+      snapshot ? tailOf(thread, snapshot) : Promise.resolve([]),
+      newerThan(thread, snapshot, lastSeq),
+    ]);
+    return { snapshot, whole: [...tail, ...newer], newer: newer.length };
+  }
+
   async function view(thread: string): Promise<ThreadView> {
     const [snapshot, lastSeq] = await Promise.all([
       reader.snapshot(thread),
       reader.lastMessageSeq(thread),
     ]);
     if (!snapshot && lastSeq === 0) throw notFound(thread);
-    const [tail, newer] = await Promise.all([
-      snapshot ? tailOf(thread, snapshot) : Promise.resolve([]),
-      newerThan(thread, snapshot, lastSeq),
-    ]);
-    return { snapshot, whole: [...tail, ...newer], newer: newer.length };
+    return wholeAfter(thread, snapshot, lastSeq);
+  }
+
+  function promptOf(args: PromptArgs, { snapshot, whole, newer }: ThreadView): PromptReply {
+    const input: PromptInput = {
+      agent: args.agent,
+      from: args.from,
+      lines: snapshot?.lines ?? [],
+      cutAt: snapshot?.cutAt ?? null,
+      tail: whole.map((m) => m.message),
+      tailCap: options.tailCap,
+      firstPosition: snapshot?.boundary ?? 0,
+    };
+    const built =
+      args.format === "anthropic" ? buildAnthropicPrompt(input) : buildOpenAIPrompt(input);
+    return {
+      messages: built.messages,
+      stats: { ...built.stats, newerThanSnapshot: newer, snapshotSeq: snapshot?.seq ?? 0 },
+    };
   }
 
   async function zoomMessage(
@@ -190,22 +226,25 @@ export function createOperations(
   return {
     async prompt(raw) {
       const args = promptArgs(raw);
-      const { snapshot, whole, newer } = await view(args.thread);
-      const input: PromptInput = {
-        agent: args.agent,
-        from: args.from,
-        lines: snapshot?.lines ?? [],
-        cutAt: snapshot?.cutAt ?? null,
-        tail: whole.map((m) => m.message),
-        tailCap: options.tailCap,
-        firstPosition: snapshot?.boundary ?? 0,
-      };
-      const built =
-        args.format === "anthropic" ? buildAnthropicPrompt(input) : buildOpenAIPrompt(input);
-      return {
-        messages: built.messages,
-        stats: { ...built.stats, newerThanSnapshot: newer, snapshotSeq: snapshot?.seq ?? 0 },
-      };
+      return promptOf(args, await view(args.thread));
+    },
+
+    async promptBody(raw) {
+      const args = promptArgs(raw);
+      const thread = args.thread;
+      // Both read afresh on every request: they decide whether a kept body is still the answer.
+      const [stored, lastSeq] = await Promise.all([
+        reader.storedSnapshot(thread),
+        reader.lastMessageSeq(thread),
+      ]);
+      if (!stored && lastSeq === 0) throw notFound(thread);
+      const hit = cache.body(args, stored?.bytes, lastSeq);
+      if (hit) return hit;
+      const kept = stored && cache.snapshot(thread, stored);
+      const reply = promptOf(args, await wholeAfter(thread, kept?.snapshot, lastSeq));
+      const body = Buffer.from(JSON.stringify(reply));
+      cache.keep(args, kept?.bytes, lastSeq, body);
+      return body;
     },
 
     async zoom(raw) {

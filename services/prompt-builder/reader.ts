@@ -20,6 +20,14 @@ export interface StoredMessage {
   seq: number;
 }
 
+/** A snapshot as stored in KV: its exact bytes, and a parse of them (SPEC §8). */
+export interface StoredSnapshot {
+  /** The value's bytes (maybe a view of what the connection read: copy them to keep them). */
+  bytes: Uint8Array;
+  /** Parses the bytes (each call parses anew); not JSON is a 502 BAD_SNAPSHOT. */
+  parse(): OutlineSnapshot;
+}
+
 /**
  * Bounded reads of one thread's state in NATS: never a scan of a stream. Every read is a direct
  * get (one request) except `messagesAfter`, which reads only the thread's messages past a
@@ -28,6 +36,8 @@ export interface StoredMessage {
 export interface ThreadReader {
   /** The KV snapshot (SPEC §8), or undefined when the thread has none (yet, or any more). */
   snapshot(thread: string): Promise<OutlineSnapshot | undefined>;
+  /** The same read, unparsed: a caller that keeps what it built from a snapshot compares bytes. */
+  storedSnapshot(thread: string): Promise<StoredSnapshot | undefined>;
   /** The CHAT sequence of the thread's newest message.created, or 0 when it has none. */
   lastMessageSeq(thread: string): Promise<number>;
   /**
@@ -122,6 +132,8 @@ function parseMessage(
   return { message: parsed.data, seq };
 }
 
+const decoder = new TextDecoder();
+
 export function createReader(
   nc: NatsConnection,
   names: InfraNames,
@@ -151,26 +163,38 @@ export function createReader(
     }
   };
 
+  async function storedSnapshot(thread: string): Promise<StoredSnapshot | undefined> {
+    const kv = await bucket();
+    let entry;
+    try {
+      entry = await kv.get(thread);
+    } catch (err) {
+      throw storeError(`the snapshot of '${thread}'`, err);
+    }
+    if (!entry || entry.operation !== "PUT" || entry.length === 0) return undefined;
+    const bytes = entry.value;
+    return {
+      bytes,
+      parse: () => {
+        try {
+          return JSON.parse(decoder.decode(bytes)) as OutlineSnapshot;
+        } catch (err) {
+          throw new ApiError(
+            502,
+            "BAD_SNAPSHOT",
+            `the snapshot of '${thread}' in bucket '${names.kvBucket}' is not JSON (${(err as Error).message}); rebuild it with 'outline replay --thread ${thread}'`,
+          );
+        }
+      },
+    };
+  }
+
   return {
     async snapshot(thread) {
-      const kv = await bucket();
-      let entry;
-      try {
-        entry = await kv.get(thread);
-      } catch (err) {
-        throw storeError(`the snapshot of '${thread}'`, err);
-      }
-      if (!entry || entry.operation !== "PUT" || entry.length === 0) return undefined;
-      try {
-        return entry.json<OutlineSnapshot>();
-      } catch (err) {
-        throw new ApiError(
-          502,
-          "BAD_SNAPSHOT",
-          `the snapshot of '${thread}' in bucket '${names.kvBucket}' is not JSON (${(err as Error).message}); rebuild it with 'outline replay --thread ${thread}'`,
-        );
-      }
+      return (await storedSnapshot(thread))?.parse();
     },
+
+    storedSnapshot,
 
     async lastMessageSeq(thread) {
       const sm = await direct(
