@@ -1,6 +1,9 @@
 // Prompt latency: GET /threads/{t}/prompt for a thread at a full outline and a full tail (default
 // settings), against the prompt-builder's HTTP server over a private nats-server, vs a raw KV get
 // of the same thread's snapshot over the same NATS connection. Sequential requests, one at a time.
+// Nothing changes between requests, so the prompt-builder serves the body it built first (checked
+// against a fresh read of the snapshot and the newest sequence each time); a second server that
+// keeps nothing measures what a request costs when it must build the prompt.
 import { request, Agent } from "node:http";
 import { performance } from "node:perf_hooks";
 import { jetstream } from "@nats-io/jetstream";
@@ -121,16 +124,31 @@ export async function run(): Promise<Record<string, number>> {
       log: () => {},
     });
     const { port } = await listen(httpServer, "127.0.0.1", 0);
+    // The same server keeping no built prompt: what a request costs when something changed.
+    const uncachedServer = createHttpServer({
+      operations: createOperations(createReader(nc, server.names), {
+        tailCap: 2 * TAIL_HIGH,
+        promptCacheBytes: 0,
+      }),
+      metrics,
+      health: natsHealth(nc),
+      token: undefined,
+      log: () => {},
+    });
+    const uncachedPort = (await listen(uncachedServer, "127.0.0.1", 0)).port;
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     http.close = () => {
       agent.destroy();
       httpServer.close();
+      uncachedServer.close();
     };
     const path = `/threads/${THREAD}/prompt?agent=north`;
     const bytes = await get(agent, port, path);
     await timed(50, () => get(agent, port, path)); // warm-up
     const prompt = await profiled(() => timed(REQUESTS, () => get(agent, port, path)));
     const raw = await timed(REQUESTS, () => kv.get(THREAD));
+    await timed(50, () => get(agent, uncachedPort, path)); // warm-up
+    const uncached = await timed(REQUESTS, () => get(agent, uncachedPort, path));
 
     const figures = {
       "prompt.outline_kb": Math.round(state.outlineBytes / 1000),
@@ -141,12 +159,17 @@ export async function run(): Promise<Record<string, number>> {
       "prompt.p99_ms": ms(quantile(prompt, 0.99)),
       "prompt.kv_get_p50_ms": ms(quantile(raw, 0.5)),
       "prompt.kv_get_p99_ms": ms(quantile(raw, 0.99)),
+      "prompt.uncached_p50_ms": ms(quantile(uncached, 0.5)),
+      "prompt.uncached_p99_ms": ms(quantile(uncached, 0.99)),
     };
     console.log(
       `  thread of ${state.count} messages: outline ${figures["prompt.outline_kb"]} KB (${state.outline.length} lines), tail ${figures["prompt.tail_tokens"]} tokens (${state.tail.length} messages); prompt ${figures["prompt.response_kb"]} KB`,
     );
     console.log(
       `  GET prompt ×${REQUESTS}: p50 ${figures["prompt.p50_ms"]} ms, p99 ${figures["prompt.p99_ms"]} ms (target p99 < 10 ms); raw KV get p50 ${figures["prompt.kv_get_p50_ms"]} ms, p99 ${figures["prompt.kv_get_p99_ms"]} ms`,
+    );
+    console.log(
+      `  GET prompt ×${REQUESTS} with nothing kept (every request reads and builds the prompt): p50 ${figures["prompt.uncached_p50_ms"]} ms, p99 ${figures["prompt.uncached_p99_ms"]} ms`,
     );
     return figures;
   } finally {
