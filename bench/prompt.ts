@@ -4,6 +4,11 @@
 // Nothing changes between requests, so the prompt-builder serves the body it built first (checked
 // against a fresh read of the snapshot and the newest sequence each time); a second server that
 // keeps nothing measures what a request costs when it must build the prompt.
+// Then turns, the usual real pattern: one new message is published, then its prompt is asked for
+// while the snapshot (written by the coalescing worker) lags a few messages behind, so every
+// prompt includes the messages stored after the snapshot. Every TURN_SNAPSHOT_EVERY turns the
+// snapshot catches up (written as the worker would, through the pure core), which bounds how
+// many messages are newer than it.
 import { request, Agent } from "node:http";
 import { performance } from "node:perf_hooks";
 import { jetstream } from "@nats-io/jetstream";
@@ -25,12 +30,20 @@ import { profiled } from "./support/profile.ts";
 import { startBenchServer } from "./support/server.ts";
 
 const REQUESTS = Number(process.env.BENCH_PROMPT_REQUESTS ?? 1_000);
+const TURNS = Number(process.env.BENCH_PROMPT_TURNS ?? 300);
+const TURN_SNAPSHOT_EVERY = 20;
 const THREAD = "full";
 const [, OUTLINE_HIGH] = DEFAULT_SETTINGS.outline;
 const [, TAIL_HIGH] = DEFAULT_SETTINGS.tail;
 
 const tailTokens = (s: ThreadState) =>
   s.tail.reduce((sum, e) => sum + estimateMessageTokens(e.message), 0);
+
+/** The core's state after one more message, its summaries answered at once. */
+const withMessage = (state: ThreadState, message: Message, seq: number): ThreadState =>
+  answerAll(appendMessage(state, message, seq).state, (job) =>
+    `${job.name} ${"s".repeat(300)}`.slice(0, job.line),
+  );
 
 /**
  * Appends messages through the pure core (instant summaries) until the outline is past 80% of
@@ -42,9 +55,7 @@ function fullThread(): { state: ThreadState; messages: Message[] } {
   for (let i = 0; i < 50_000; i++) {
     const message = benchMessage(THREAD, i);
     messages.push(message);
-    state = answerAll(appendMessage(state, message, i + 1).state, (job) =>
-      `${job.name} ${"s".repeat(300)}`.slice(0, job.line),
-    );
+    state = withMessage(state, message, i + 1);
     if (state.outlineBytes >= 0.8 * OUTLINE_HIGH && tailTokens(state) >= 0.9 * TAIL_HIGH)
       return { state, messages };
   }
@@ -150,6 +161,29 @@ export async function run(): Promise<Record<string, number>> {
     await timed(50, () => get(agent, uncachedPort, path)); // warm-up
     const uncached = await timed(REQUESTS, () => get(agent, uncachedPort, path));
 
+    // Turns: publish one message, then GET the prompt (only the GET is timed). The snapshot
+    // catches up every TURN_SNAPSHOT_EVERY turns, so 1 to TURN_SNAPSHOT_EVERY messages are newer.
+    let turnState = state;
+    let pending: { message: Message; seq: number }[] = [];
+    let newest = 0;
+    const turns: number[] = [];
+    for (let t = 0; t < TURNS; t++) {
+      if (pending.length === TURN_SNAPSHOT_EVERY) {
+        for (const p of pending) turnState = withMessage(turnState, p.message, p.seq);
+        pending = [];
+        await kv.put(THREAD, JSON.stringify(toSnapshot(turnState)));
+      }
+      const message = benchMessage(THREAD, messages.length + t);
+      const { seq } = await js.publish(s.messageCreated(THREAD), JSON.stringify(message), {
+        msgID: message.id,
+      });
+      pending.push({ message, seq });
+      const started = performance.now();
+      newest = await get(agent, port, path);
+      turns.push(performance.now() - started);
+    }
+    turns.sort((a, b) => a - b);
+
     const figures = {
       "prompt.outline_kb": Math.round(state.outlineBytes / 1000),
       "prompt.tail_tokens": tailTokens(state),
@@ -161,6 +195,8 @@ export async function run(): Promise<Record<string, number>> {
       "prompt.kv_get_p99_ms": ms(quantile(raw, 0.99)),
       "prompt.uncached_p50_ms": ms(quantile(uncached, 0.5)),
       "prompt.uncached_p99_ms": ms(quantile(uncached, 0.99)),
+      "prompt.turn_p50_ms": ms(quantile(turns, 0.5)),
+      "prompt.turn_p99_ms": ms(quantile(turns, 0.99)),
     };
     console.log(
       `  thread of ${state.count} messages: outline ${figures["prompt.outline_kb"]} KB (${state.outline.length} lines), tail ${figures["prompt.tail_tokens"]} tokens (${state.tail.length} messages); prompt ${figures["prompt.response_kb"]} KB`,
@@ -170,6 +206,9 @@ export async function run(): Promise<Record<string, number>> {
     );
     console.log(
       `  GET prompt ×${REQUESTS} with nothing kept (every request reads and builds the prompt): p50 ${figures["prompt.uncached_p50_ms"]} ms, p99 ${figures["prompt.uncached_p99_ms"]} ms`,
+    );
+    console.log(
+      `  ${TURNS} turns (publish a message, then GET prompt; 1–${TURN_SNAPSHOT_EVERY} messages newer than the snapshot, last prompt ${Math.round(newest / 1000)} KB): p50 ${figures["prompt.turn_p50_ms"]} ms, p99 ${figures["prompt.turn_p99_ms"]} ms`,
     );
     return figures;
   } finally {
