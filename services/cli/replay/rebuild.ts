@@ -3,13 +3,11 @@ import type { SummaryJob } from "../../../shared/jobs.ts";
 import { nodeKey } from "../../../shared/names.ts";
 import { jobFor } from "../../../shared/context.ts";
 import type { CoreSettings } from "../../../shared/settings.ts";
+import { answerByRef } from "../../../shared/replay.ts";
 import {
   appendMessage,
   deleteThread,
   initialThreadState,
-  outboxPublished,
-  summaryBuilt,
-  takeJobs,
   type ThreadState,
 } from "../../../shared/thread.ts";
 
@@ -60,23 +58,15 @@ export class ThreadReplay {
   }
 
   /**
-   * `answerAll` with the texts HISTORY holds. A job's context (what a model would be sent) is
-   * built only when its node is missing: building it for every node took ~14% of the replay's CPU
-   * (bench replay), and a stored text does not depend on it.
+   * `answerByRef` with the texts HISTORY holds. A job's context (what a model would be sent) is
+   * built only when its node is missing: a stored text does not depend on it.
    */
   private answerFromHistory(state: ThreadState): ThreadState {
-    let s = state;
-    for (;;) {
-      const taken = takeJobs(s, Number.MAX_SAFE_INTEGER);
-      if (taken.started.length === 0)
-        return outboxPublished(taken.state, taken.state.outbox.length);
-      s = taken.state;
-      for (const ref of taken.started) {
-        const text = this.texts.get(nodeKey(ref.level, ref.index));
-        if (text === undefined) throw new MissingNodeError(jobFor(s, ref));
-        s = summaryBuilt(s, ref, text).state;
-      }
-    }
+    return answerByRef(state, (ref, s) => {
+      const text = this.texts.get(nodeKey(ref.level, ref.index));
+      if (text === undefined) throw new MissingNodeError(jobFor(s, ref));
+      return text;
+    });
   }
 
   async apply(event: ChatEvent): Promise<void> {
