@@ -1,10 +1,10 @@
 import { DeliverPolicy, type JetStreamClient } from "@nats-io/jetstream";
-import { messageCreatedSchema, threadDeletedSchema } from "../../../shared/events.ts";
-import { summaryEventSchema } from "../../../shared/history.ts";
+import { threadDeletedSchema } from "../../../shared/events.ts";
 import { nodeKey } from "../../../shared/names.ts";
 import type { InfraNames } from "../../config/names.ts";
-import { subjects } from "../../nats/subjects.ts";
+import { subjects, type Subjects } from "../../nats/subjects.ts";
 import type { ChatEvent } from "./rebuild.ts";
+import { parseMessage, parseSummary } from "./validate.ts";
 
 export interface RawEvent {
   subject: string;
@@ -12,10 +12,14 @@ export interface RawEvent {
   data: Uint8Array;
 }
 
+/** How long a read waits for a message before deciding the stream has no more. */
+const IDLE_MS = 2_000;
+
 /**
  * Reads a stream (or the part a filter selects) once, in order, through an ordered consumer:
  * `onStart` learns how many messages there are, `onEvent` sees each. Stops at the end of what
  * was stored when it started (messages published meanwhile may be included, never waited for).
+ * The consumer pulls ahead while events are applied (a fetch would wait a round trip per batch).
  */
 export async function readStream(
   js: JetStreamClient,
@@ -32,23 +36,28 @@ export async function readStream(
     const total = (await consumer.info()).num_pending;
     onStart(total);
     if (total === 0) return;
+    const messages = await consumer.consume({ max_messages: 1000 });
+    // Nothing delivered for IDLE_MS while we wait: what was counted at the start was purged
+    // meanwhile. Time spent applying an event (a --resummarize model call) does not count.
     let read = 0;
-    for (;;) {
-      const batch = await consumer.fetch({ max_messages: 1000, expires: 2_000 });
-      let got = 0;
-      let end = false;
-      for await (const m of batch) {
-        got += 1;
+    let busy = false;
+    let seen = -1;
+    const idle = setInterval(() => {
+      if (!busy && read === seen) void messages.stop();
+      seen = read;
+    }, IDLE_MS);
+    try {
+      for await (const m of messages) {
+        busy = true;
         read += 1;
         await onEvent({ subject: m.subject, seq: m.seq, data: m.data });
-        // The fetch would otherwise wait out its expiry for messages that will not come.
-        if (m.info.pending === 0 && read >= total) {
-          end = true;
-          break;
-        }
+        busy = false;
+        // Caught up with the stream: the end of what it holds (pending counts what is left).
+        if (m.info.pending === 0) break;
       }
-      // Nothing more came: what was counted at the start was purged meanwhile.
-      if (end || got === 0) return;
+    } finally {
+      clearInterval(idle);
+      messages.stop();
     }
   } finally {
     // Ordered consumers are ephemeral and expire anyway; deleting now frees the server early.
@@ -66,6 +75,26 @@ function json(data: Uint8Array): unknown {
   }
 }
 
+/** The subjects of a set of names, and what each chat subject read says (a thread has two). */
+interface ChatSubjects {
+  s: Subjects;
+  chat: Map<string, ReturnType<Subjects["parseChat"]>>;
+}
+
+const chatSubjects = new WeakMap<InfraNames, ChatSubjects>();
+/** Past this many subjects the cache starts again (threads are many, their subjects two each). */
+const CHAT_SUBJECTS_KEPT = 100_000;
+
+function whereInChat(names: InfraNames, subject: string): ReturnType<Subjects["parseChat"]> {
+  let known = chatSubjects.get(names);
+  if (!known) chatSubjects.set(names, (known = { s: subjects(names), chat: new Map() }));
+  if (known.chat.has(subject)) return known.chat.get(subject);
+  const where = known.s.parseChat(subject);
+  if (known.chat.size >= CHAT_SUBJECTS_KEPT) known.chat.clear();
+  known.chat.set(subject, where);
+  return where;
+}
+
 /**
  * A CHAT event as the worker applies it, or undefined for what the worker dead-letters (does
  * not parse, does not validate, or names another thread than its subject).
@@ -74,13 +103,13 @@ export function parseChatEvent(
   names: InfraNames,
   raw: RawEvent,
 ): { thread: string; event: ChatEvent } | undefined {
-  const where = subjects(names).parseChat(raw.subject);
+  const where = whereInChat(names, raw.subject);
   if (!where) return undefined;
   const body = json(raw.data);
   if (where.kind === "message.created") {
-    const parsed = messageCreatedSchema.safeParse(body);
-    if (!parsed.success || parsed.data.thread !== where.thread) return undefined;
-    return { thread: where.thread, event: { kind: "message", message: parsed.data, seq: raw.seq } };
+    const message = parseMessage(body);
+    if (!message || message.thread !== where.thread) return undefined;
+    return { thread: where.thread, event: { kind: "message", message, seq: raw.seq } };
   }
   const parsed = threadDeletedSchema.safeParse(body);
   if (!parsed.success || parsed.data.thread !== where.thread) return undefined;
@@ -103,14 +132,14 @@ export async function readHistory(
   const filter = thread === undefined ? undefined : s.threadHistory(thread);
   await readStream(js, names.historyStream, filter, onStart, (raw) => {
     const where = s.parseHistory(raw.subject);
-    const parsed = summaryEventSchema.safeParse(json(raw.data));
-    if (!where || !parsed.success || parsed.data.thread !== where.thread) {
+    const node = parseSummary(json(raw.data));
+    if (!where || !node || node.thread !== where.thread) {
       invalid += 1;
       return;
     }
     let nodes = texts.get(where.thread);
     if (!nodes) texts.set(where.thread, (nodes = new Map<string, string>()));
-    nodes.set(nodeKey(where.level, where.index), parsed.data.text);
+    nodes.set(nodeKey(where.level, where.index), node.text);
   });
   return { texts, invalid };
 }
