@@ -24,6 +24,11 @@ export function renderSource(message: Pick<Message, "from" | "to" | "text">): st
  */
 export function freeLeafText(message: Message, line: number): string | undefined {
   if (message.steps !== undefined && message.steps.length > 0) return undefined;
+  // Without a line break nothing folds, and a UTF-8 string has at least as many bytes as UTF-16
+  // units: a text longer than the line cannot fit (no need to render it).
+  if (message.text.length > line && message.text.indexOf("\n") < 0) {
+    if (message.text.indexOf("\r") < 0) return undefined;
+  }
   const source = renderSource(message);
   return utf8Bytes(source) <= line ? source : undefined;
 }
