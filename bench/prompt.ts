@@ -121,12 +121,15 @@ export async function run(): Promise<Record<string, number>> {
     const kv = await new Kvm(js).open(server.names.kvBucket, { allow_direct: true });
     await kv.put(THREAD, JSON.stringify(toSnapshot(state)));
 
-    const operations = createOperations(createReader(nc, server.names), {
-      tailCap: 2 * TAIL_HIGH,
-    });
     const metrics = createMetrics(nc, {
       workerSubject: `${server.names.apiPrefix}.metrics.worker`,
     });
+    const operations = createOperations(
+      createReader(nc, server.names, {
+        onNewerRead: (path, count) => metrics.newerRead(path, count),
+      }),
+      { tailCap: 2 * TAIL_HIGH, onPromptCache: (hit) => metrics.promptCache(hit) },
+    );
     const httpServer = createHttpServer({
       operations,
       metrics,
@@ -210,6 +213,12 @@ export async function run(): Promise<Record<string, number>> {
     console.log(
       `  ${TURNS} turns (publish a message, then GET prompt; 1–${TURN_SNAPSHOT_EVERY} messages newer than the snapshot, last prompt ${Math.round(newest / 1000)} KB): p50 ${figures["prompt.turn_p50_ms"]} ms, p99 ${figures["prompt.turn_p99_ms"]} ms`,
     );
+    // Over every request to the first server: how its prompts were served and read.
+    const counters = (await metrics.render())
+      .split("\n")
+      .filter((l) => /^outline_prompt_(cache|newer_reads)_total/.test(l))
+      .map((l) => l.replace(/^outline_prompt_/, ""));
+    console.log(`  ${counters.join(", ")}`);
     return figures;
   } finally {
     http.close();

@@ -28,11 +28,16 @@ async function main(): Promise<void> {
       `prompt-builder: topology not checked (${(err as Error).message}); reads will wait for the worker to create it`,
     );
   }
-  const reader = createReader(nc, config.names);
+  const metrics = createMetrics(nc, { workerSubject: `${config.names.apiPrefix}.metrics.worker` });
+  const reader = createReader(nc, config.names, {
+    onNewerRead: (path, messages) => metrics.newerRead(path, messages),
+  });
   // Twice the tail's high mark: a tail that large means summaries lag (cuts are waiting), and a
   // prompt must stay sendable meanwhile.
-  const operations = createOperations(reader, { tailCap: 2 * config.settings.tail[1] });
-  const metrics = createMetrics(nc, { workerSubject: `${config.names.apiPrefix}.metrics.worker` });
+  const operations = createOperations(reader, {
+    tailCap: 2 * config.settings.tail[1],
+    onPromptCache: (hit) => metrics.promptCache(hit),
+  });
   const natsApi = serveNatsApi(nc, config.names.apiPrefix, operations, metrics, log);
   const server = createHttpServer({ operations, metrics, health: natsHealth(nc), token, log });
   const address = await listen(server, host, port);

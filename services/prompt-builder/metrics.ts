@@ -1,5 +1,6 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
+import type { NewerReadPath } from "./reader.ts";
 
 export type Transport = "http" | "nats";
 
@@ -7,6 +8,10 @@ export type Transport = "http" | "nats";
 export interface ApiMetrics {
   /** Records one answered request: which operation, over what, with which status. */
   observe(op: string, transport: Transport, status: number, seconds: number): void;
+  /** One prompt body: served as kept (hit) or built (miss); the operations' `onPromptCache`. */
+  promptCache(hit: boolean): void;
+  /** One read of messages newer than a snapshot, and how many it read; the reader's `onNewerRead`. */
+  newerRead(path: NewerReadPath, messages: number): void;
   /** Prometheus text: ours, then the worker's when one answers. */
   render(): Promise<string>;
 }
@@ -36,6 +41,31 @@ export function createMetrics(nc: NatsConnection, options: MetricsOptions): ApiM
     registers: [registry],
   });
 
+  const promptCache = new Counter({
+    name: "outline_prompt_cache_total",
+    help: "Prompt bodies served as kept (result=hit: snapshot and newest message unchanged) or built (result=miss)",
+    labelNames: ["result"] as const,
+    registers: [registry],
+  });
+  const newerReads = new Counter({
+    name: "outline_prompt_newer_reads_total",
+    help: "Reads of a thread's messages newer than its snapshot, by path: direct gets alone, or an ordered consumer past the bound",
+    labelNames: ["path"] as const,
+    registers: [registry],
+  });
+  const newerMessages = new Counter({
+    name: "outline_prompt_newer_messages_total",
+    help: "Stored messages newer than a snapshot read for prompts, by the path of their read",
+    labelNames: ["path"] as const,
+    registers: [registry],
+  });
+  // Both series of each label exist from the start (0), so a rate is defined before the first.
+  for (const result of ["hit", "miss"]) promptCache.inc({ result }, 0);
+  for (const path of ["direct", "consumer"]) {
+    newerReads.inc({ path }, 0);
+    newerMessages.inc({ path }, 0);
+  }
+
   async function workerText(): Promise<string> {
     try {
       const reply = await nc.request(options.workerSubject, undefined, {
@@ -54,6 +84,13 @@ export function createMetrics(nc: NatsConnection, options: MetricsOptions): ApiM
     observe(op, transport, status, seconds) {
       requests.inc({ op, transport, status: String(status) });
       latency.observe({ op, transport }, seconds);
+    },
+    promptCache(hit) {
+      promptCache.inc({ result: hit ? "hit" : "miss" });
+    },
+    newerRead(path, messages) {
+      newerReads.inc({ path });
+      newerMessages.inc({ path }, messages);
     },
     async render() {
       const [ours, worker] = await Promise.all([registry.metrics(), workerText()]);

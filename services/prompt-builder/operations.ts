@@ -75,6 +75,8 @@ export interface OperationsOptions {
   tailCap?: number | undefined;
   /** Bytes of built prompt bodies and parsed snapshots kept (default 32 MB; 0 turns it off). */
   promptCacheBytes?: number;
+  /** Told of each prompt body: served as kept (true) or built (false). */
+  onPromptCache?: (hit: boolean) => void;
 }
 
 export const DEFAULT_MAX_NEWER = 10_000;
@@ -239,6 +241,7 @@ export function createOperations(
       ]);
       if (!stored && lastSeq === 0) throw notFound(thread);
       const hit = cache.body(args, stored?.bytes, lastSeq);
+      options.onPromptCache?.(hit !== undefined);
       if (hit) return hit;
       const kept = stored && cache.snapshot(thread, stored);
       const reply = promptOf(args, await wholeAfter(thread, kept?.snapshot, lastSeq));

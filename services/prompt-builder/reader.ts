@@ -31,7 +31,7 @@ export interface StoredSnapshot {
 /**
  * Bounded reads of one thread's state in NATS: never a scan of a stream. Every read is a direct
  * get (one request) except `messagesAfter`, which reads only the thread's messages past a
- * sequence and stops at a limit.
+ * sequence, one direct get each up to a bound, and stops at a limit.
  */
 export interface ThreadReader {
   /** The KV snapshot (SPEC §8), or undefined when the thread has none (yet, or any more). */
@@ -46,9 +46,10 @@ export interface ThreadReader {
    */
   messageAt(thread: string, seq: number, id?: string): Promise<StoredMessage | undefined>;
   /**
-   * The thread's valid messages stored after `afterSeq` up to `untilSeq`, oldest first, read
-   * through an ordered consumer filtered on the thread's subject. More than `max` throws an
-   * ApiError (503): the caller would otherwise hold an unbounded list.
+   * The thread's valid messages stored after `afterSeq` up to `untilSeq`, oldest first: one
+   * direct get each (next by the thread's subject) for the first `directReads`, the rest through
+   * an ordered consumer filtered on that subject. More than `max` stored (valid or not) throws
+   * an ApiError (503): the caller would otherwise hold an unbounded list.
    */
   messagesAfter(
     thread: string,
@@ -60,14 +61,31 @@ export interface ThreadReader {
   node(thread: string, level: number, index: number): Promise<SummaryEvent | undefined>;
 }
 
+/** How `messagesAfter` read: direct gets alone, or an ordered consumer past the bound. */
+export type NewerReadPath = "direct" | "consumer";
+
 export interface ReaderOptions {
   /** How long one fetch of newer messages waits for the server; the total is bounded by `max`. */
   fetchExpiresMs?: number;
   /** Bytes of parsed messages kept for the next request (default 32 MB; 0 turns it off). */
   cacheBytes?: number;
+  /**
+   * Newer messages `messagesAfter` reads by direct get, one request each, before it reads the
+   * rest through an ordered consumer (default 32; 0 always uses the consumer).
+   */
+  directReads?: number;
+  /** Told of each `messagesAfter` that read: by which path, and how many stored messages. */
+  onNewerRead?: (path: NewerReadPath, messages: number) => void;
 }
 
 export const DEFAULT_CACHE_BYTES = 32 * 1024 * 1024;
+
+/**
+ * The snapshot lags the newest message by a few (the worker coalesces its writes): that many
+ * direct gets cost less than an ordered consumer's create, fetch and delete (bench prompt,
+ * turns), and leave no consumer to create and clean up on the server per prompt request.
+ */
+export const DEFAULT_DIRECT_READS = 32;
 
 /**
  * `Kvm.open` reads through the stream's JSON API (the value base64-encoded, decoded again on
@@ -142,6 +160,7 @@ export function createReader(
   const s: Subjects = subjects(names);
   const bucket = lazyBucket(nc, names.kvBucket);
   const cache = new MessageCache<StoredMessage>(options.cacheBytes ?? DEFAULT_CACHE_BYTES);
+  const directReads = options.directReads ?? DEFAULT_DIRECT_READS;
   let manager: Promise<JetStreamManager> | undefined;
   const jsm = (): Promise<JetStreamManager> => {
     manager ??= jetstreamManager(nc).catch((err: unknown) => {
@@ -162,6 +181,24 @@ export function createReader(
       throw storeError(what, err);
     }
   };
+
+  /**
+   * The message stored at `seq`, parsed, and kept for `messageAt` (the snapshot's tail reads
+   * them by sequence once the snapshot catches up). Always parsed from the bytes just read: a kept
+   * parse could be of another message at the same sequence and id (a recreated stream).
+   */
+  function parseAndKeep(
+    stored: string,
+    seq: number,
+    size: number,
+    json: () => unknown,
+    thread: string,
+  ): StoredMessage | undefined {
+    const subject = s.messageCreated(thread);
+    const parsed = parseMessage(stored, seq, json, thread, subject);
+    if (parsed) cache.set(seq, subject, parsed.message.id, parsed, size);
+    return parsed;
+  }
 
   async function storedSnapshot(thread: string): Promise<StoredSnapshot | undefined> {
     const kv = await bucket();
@@ -211,28 +248,61 @@ export function createReader(
       if (hit) return hit;
       const sm = await direct(names.chatStream, { seq }, `message seq ${seq} of '${thread}'`);
       if (!sm) return undefined;
-      const parsed = parseMessage(sm.subject, sm.seq, () => sm.json(), thread, subject);
-      if (parsed) cache.set(seq, subject, parsed.message.id, parsed, sm.data.length);
-      return parsed;
+      return parseAndKeep(sm.subject, sm.seq, sm.data.length, () => sm.json(), thread);
     },
 
     async messagesAfter(thread, afterSeq, untilSeq, max) {
       if (untilSeq <= afterSeq) return [];
+      const subject = s.messageCreated(thread);
+      const what = `the messages of '${thread}' after seq ${afterSeq}`;
       const out: StoredMessage[] = [];
+      // Every stored message of the thread past afterSeq counts against max, valid or not.
+      let read = 0;
+      let next = afterSeq + 1;
+      const take = (stored: string, seq: number, size: number, json: () => unknown): void => {
+        read += 1;
+        if (read > max) {
+          throw new ApiError(
+            503,
+            "SNAPSHOT_BEHIND",
+            `thread '${thread}' has more than ${max} messages newer than its snapshot: the thread worker is behind or not running; start it or wait for it to catch up, then retry`,
+          );
+        }
+        const parsed = parseAndKeep(stored, seq, size, json, thread);
+        if (parsed) out.push(parsed);
+        next = seq + 1;
+      };
+
+      // A few newer messages (the snapshot lags the newest by a few): one direct get each.
+      let gets = 0;
+      while (next <= untilSeq && gets < directReads) {
+        const sm = await direct(names.chatStream, { next_by_subj: subject, seq: next }, what);
+        // None (or only past untilSeq): the rest was purged meanwhile, or this is the end.
+        if (!sm || sm.seq > untilSeq) {
+          next = untilSeq + 1;
+          break;
+        }
+        gets += 1;
+        take(sm.subject, sm.seq, sm.data.length, () => sm.json());
+      }
+      if (next > untilSeq) {
+        options.onNewerRead?.("direct", read);
+        return out;
+      }
+
+      // More than that: one ordered consumer for the rest, from where the direct gets stopped.
       let consumer: Awaited<ReturnType<ReturnType<typeof jetstream>["consumers"]["get"]>>;
       try {
         consumer = await jetstream(nc).consumers.get(names.chatStream, {
-          filter_subjects: s.messageCreated(thread),
+          filter_subjects: subject,
           deliver_policy: DeliverPolicy.StartSequence,
-          opt_start_seq: afterSeq + 1,
+          opt_start_seq: next,
         });
       } catch (err) {
-        throw storeError(`the messages of '${thread}' after seq ${afterSeq}`, err);
+        throw storeError(what, err);
       }
       try {
-        let read = 0;
-        let last = afterSeq;
-        while (last < untilSeq) {
+        while (next <= untilSeq) {
           const batch = await consumer.fetch({
             max_messages: Math.min(256, max + 1 - read),
             expires: options.fetchExpiresMs ?? 2_000,
@@ -240,30 +310,24 @@ export function createReader(
           let got = 0;
           for await (const m of batch) {
             got += 1;
-            read += 1;
-            last = m.seq;
-            if (read > max || m.seq > untilSeq) break;
-            const parsed = parseMessage(m.subject, m.seq, () => m.json(), thread, m.subject);
-            if (parsed) out.push(parsed);
+            if (m.seq > untilSeq) {
+              next = m.seq;
+              break;
+            }
+            take(m.subject, m.seq, m.data.length, () => m.json());
             if (m.seq === untilSeq) break;
-          }
-          if (read > max) {
-            throw new ApiError(
-              503,
-              "SNAPSHOT_BEHIND",
-              `thread '${thread}' has more than ${max} messages newer than its snapshot: the thread worker is behind or not running; start it or wait for it to catch up, then retry`,
-            );
           }
           // Nothing came although the newest message is further on: it was purged meanwhile.
           if (got === 0) break;
         }
       } catch (err) {
         if (err instanceof ApiError) throw err;
-        throw storeError(`the messages of '${thread}' after seq ${afterSeq}`, err);
+        throw storeError(what, err);
       } finally {
         // Ordered consumers are ephemeral and expire anyway; deleting now frees the server early.
         await consumer.delete().catch(() => undefined);
       }
+      options.onNewerRead?.("consumer", read);
       return out;
     },
 

@@ -11,7 +11,7 @@ import {
   type Operations,
   type OperationsOptions,
 } from "../../services/prompt-builder/operations.ts";
-import { createReader } from "../../services/prompt-builder/reader.ts";
+import { createReader, type ReaderOptions } from "../../services/prompt-builder/reader.ts";
 
 /** Small settings so a few hundred messages give many cuts and merges (the fixtures' outline). */
 export const SMALL_SETTINGS: CoreSettings = {
@@ -36,15 +36,23 @@ export async function startTestApi(
   names: InfraNames,
   options: {
     operations?: OperationsOptions;
+    reader?: ReaderOptions;
     workerTimeoutMs?: number;
     log?: (line: string) => void;
   } = {},
 ): Promise<TestApi> {
   const log = options.log ?? (() => {});
-  const operations = createOperations(createReader(nc, names), options.operations);
   const metrics = createMetrics(nc, {
     workerSubject: `${names.apiPrefix}.metrics.worker`,
     workerTimeoutMs: options.workerTimeoutMs ?? 300,
+  });
+  const reader = createReader(nc, names, {
+    onNewerRead: (path, messages) => metrics.newerRead(path, messages),
+    ...options.reader,
+  });
+  const operations = createOperations(reader, {
+    onPromptCache: (hit) => metrics.promptCache(hit),
+    ...options.operations,
   });
   const server = createHttpServer({
     operations,
