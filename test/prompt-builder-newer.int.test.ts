@@ -204,6 +204,28 @@ describe("messages newer than the snapshot", () => {
     }
   });
 
+  it("turns: a message, then a read, the snapshot moving on now and then; as the consumer reads", async () => {
+    const t = `${thread}-turns`;
+    const hinted = reader();
+    const stored: number[] = [];
+    let after = 0;
+    for (let turn = 0; turn < 12; turn++) {
+      // Another thread's message between, so the thread's sequences are not consecutive.
+      await js.publish(
+        subjects(names).messageCreated(other),
+        JSON.stringify(makeMessage(other, turn, "x")),
+      );
+      const [m] = await publishMessages(js, names, [makeMessage(t, turn, `turn ${turn}`)]);
+      stored.push(m?.seq ?? 0);
+      if (turn % 5 === 4) after = stored[turn - 2] ?? 0;
+      const until = m?.seq ?? 0;
+      const want = await reader({ directReads: 0 }).reader.messagesAfter(t, after, until, 100);
+      expect(ids(await hinted.reader.messagesAfter(t, after, until, 100))).toEqual(ids(want));
+      expect(want.length).toBeGreaterThan(0);
+    }
+    expect(hinted.reads.every((r) => r.path === "direct")).toBe(true);
+  });
+
   it("keeps what it read for the tail reads once the snapshot catches up", async () => {
     const until = await newestSeq();
     const { reader: r } = reader();
@@ -270,8 +292,21 @@ describe("purged and recreated", () => {
       await first.js.publish(s.messageCreated(t), JSON.stringify(m), { msgID: m.id });
     }
     expect(await read()).toEqual(["newer 0", "newer 1", "newer 2", "newer 3"]);
+    // What the tail reads by sequence and id get is what was read last, not the first stream's.
     const tail = await kept.messageAt(t, before[0] ?? 0, `${t}-new-0`);
     expect(tail?.message.text).toBe("newer 0");
+    // And with another thread's message first, so each message sits one sequence further on.
+    await jsm.streams.delete(local.chatStream);
+    await ensureTopology(nc, local);
+    await first.js.publish(
+      s.messageCreated(`${t}-x`),
+      JSON.stringify(makeMessage(`${t}-x`, 0, "x")),
+    );
+    for (let i = 0; i < 4; i++) {
+      const m = makeMessage(t, i, `shifted ${i}`, { id: `${t}-new-${i}` });
+      await first.js.publish(s.messageCreated(t), JSON.stringify(m), { msgID: m.id });
+    }
+    expect(await read()).toEqual(["shifted 0", "shifted 1", "shifted 2"]);
   });
 });
 

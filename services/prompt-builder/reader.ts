@@ -12,6 +12,7 @@ import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import type { InfraNames } from "../config/names.ts";
 import { subjects, type Subjects } from "../nats/subjects.ts";
 import { ApiError } from "./api-error.ts";
+import { ByteLru } from "./lru.ts";
 import { MessageCache } from "./message-cache.ts";
 
 /** A chat message as stored: the event and the CHAT stream sequence it sits at. */
@@ -87,6 +88,9 @@ export const DEFAULT_CACHE_BYTES = 32 * 1024 * 1024;
  */
 export const DEFAULT_DIRECT_READS = 32;
 
+/** Bytes of the per-thread sequence hints `messagesAfter` keeps (a few numbers per thread). */
+const HINT_BYTES = 4 * 1024 * 1024;
+
 /**
  * `Kvm.open` reads through the stream's JSON API (the value base64-encoded, decoded again on
  * every access) unless told the stream allows direct gets; a 100 KB snapshot then cost a few
@@ -161,6 +165,10 @@ export function createReader(
   const bucket = lazyBucket(nc, names.kvBucket);
   const cache = new MessageCache<StoredMessage>(options.cacheBytes ?? DEFAULT_CACHE_BYTES);
   const directReads = options.directReads ?? DEFAULT_DIRECT_READS;
+  // Per thread, the CHAT sequences its last direct read of newer messages stepped through: where
+  // the next read's gets may start, all at once instead of one after another. A hint decides
+  // only where a get starts, never what is served: every message comes from a get's answer.
+  const hints = new ByteLru<string, number[]>(HINT_BYTES);
   let manager: Promise<JetStreamManager> | undefined;
   const jsm = (): Promise<JetStreamManager> => {
     manager ??= jetstreamManager(nc).catch((err: unknown) => {
@@ -273,18 +281,35 @@ export function createReader(
         next = seq + 1;
       };
 
-      // A few newer messages (the snapshot lags the newest by a few): one direct get each.
-      let gets = 0;
-      while (next <= untilSeq && gets < directReads) {
-        const sm = await direct(names.chatStream, { next_by_subj: subject, seq: next }, what);
+      // A few newer messages (the snapshot lags the newest by a few): one direct get each, for
+      // "the thread's first message at or after `from`". Each get starts where the previous
+      // answer ended; those the hints foresee are sent at once, before their turn.
+      const gets = new Map<number, ReturnType<typeof direct>>();
+      const getFrom = (from: number) => {
+        let got = gets.get(from);
+        if (!got) {
+          got = direct(names.chatStream, { next_by_subj: subject, seq: from }, what);
+          gets.set(from, got);
+        }
+        return got;
+      };
+      const foreseen = (hints.get(thread) ?? []).filter((q) => q >= next && q < untilSeq);
+      for (const q of foreseen.slice(0, directReads - 1)) {
+        // Awaited in its turn, or never when the chain goes elsewhere: not an unhandled rejection.
+        getFrom(q + 1).catch(() => undefined);
+      }
+      const chain: number[] = [];
+      while (next <= untilSeq && chain.length < directReads) {
+        const sm = await getFrom(next);
         // None (or only past untilSeq): the rest was purged meanwhile, or this is the end.
         if (!sm || sm.seq > untilSeq) {
           next = untilSeq + 1;
           break;
         }
-        gets += 1;
+        chain.push(sm.seq);
         take(sm.subject, sm.seq, sm.data.length, () => sm.json());
       }
+      if (chain.length > 0) hints.set(thread, chain, 8 * chain.length + 2 * thread.length + 64);
       if (next > untilSeq) {
         options.onNewerRead?.("direct", read);
         return out;
