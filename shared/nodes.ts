@@ -1,3 +1,4 @@
+import { claim, writable, writableObject } from "./draft.ts";
 import { nodeKey, type NodeRef } from "./names.ts";
 
 /** A built node of the summary tree. */
@@ -36,26 +37,27 @@ function trimmed(level: LevelStore): LevelStore {
   return { base: level.base + start, items: level.items.slice(start, end) };
 }
 
-/** Returns a new store with `node` added (or replaced). */
+/**
+ * Returns a new store with `node` added (or replaced). Inside a transition (`beginDraft`) the
+ * arrays it already copied are changed in place.
+ */
 export function putNode(store: NodeStore, node: BuiltNode): NodeStore {
-  const next = store.slice();
-  while (next.length <= node.level) next.push({ base: 0, items: [] });
-  const lvl = next[node.level] ?? { base: 0, items: [] };
-  let base = lvl.base;
-  let items: (BuiltNode | null)[];
+  const next = writable(store);
+  while (next.length <= node.level) next.push(claim({ base: 0, items: claim([]) }));
+  const lvl = next[node.level] as LevelStore;
   if (lvl.items.length === 0) {
-    base = node.index;
-    items = [node];
-  } else if (node.index < base) {
-    items = [node, ...new Array<null>(base - node.index - 1).fill(null), ...lvl.items];
-    base = node.index;
+    next[node.level] = claim({ base: node.index, items: claim([node]) });
+  } else if (node.index < lvl.base) {
+    const items = [node, ...new Array<null>(lvl.base - node.index - 1).fill(null), ...lvl.items];
+    next[node.level] = claim({ base: node.index, items: claim(items) });
   } else {
-    items = lvl.items.slice();
-    const at = node.index - base;
+    const level = writableObject(lvl);
+    const items = (level.items = writable(level.items));
+    const at = node.index - level.base;
     while (items.length < at) items.push(null);
     items[at] = node;
+    next[node.level] = level;
   }
-  next[node.level] = { base, items };
   return next;
 }
 

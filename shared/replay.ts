@@ -1,38 +1,21 @@
 import { jobFor } from "./context.ts";
 import type { Message } from "./events.ts";
 import type { SummaryJob } from "./jobs.ts";
-import type { NodeRef } from "./names.ts";
-import {
-  appendMessage,
-  outboxPublished,
-  summaryBuilt,
-  takeJobs,
-  type ThreadState,
-} from "./thread.ts";
+import { answerWanted, appendMessage, type NodeTexts, type ThreadState } from "./thread.ts";
 
-/**
- * Gives the text of a node synchronously, by its place in the tree: stored summaries on replay
- * (looked up by level and index), an instant summarizer in a bench. `state` is the thread as it
- * asks, for a caller that wants the job a model would be sent (`jobFor(state, ref)`).
- */
-export type NodeTexts = (ref: NodeRef, state: ThreadState) => string;
+export type { NodeTexts } from "./thread.ts";
 
 /** Gives the text of a node synchronously from the job a model would be sent. */
 export type InstantSummaries = (job: SummaryJob) => string;
 
 /**
- * Answers every job the thread asks for, at once, until nothing is outstanding. Free nodes are
- * taken out of the outbox (a replay has them in HISTORY already). No job is built: a stored
- * text does not depend on the context a model would have been sent.
+ * Answers every job the thread asks for, at once, until nothing is outstanding, by node: stored
+ * summaries on replay (looked up by level and index), an instant summarizer in a bench. Free
+ * nodes are taken out of the outbox (a replay has them in HISTORY already). No job is built: a
+ * stored text does not depend on the context a model would have been sent.
  */
 export function answerByRef(state: ThreadState, texts: NodeTexts): ThreadState {
-  let s = state;
-  for (;;) {
-    const taken = takeJobs(s, Number.MAX_SAFE_INTEGER);
-    if (taken.started.length === 0) return outboxPublished(taken.state, taken.state.outbox.length);
-    s = taken.state;
-    for (const ref of taken.started) s = summaryBuilt(s, ref, texts(ref, s)).state;
-  }
+  return answerWanted(state, texts);
 }
 
 /** `answerByRef` with a summarizer that reads the whole job (its context is built per node). */

@@ -1,5 +1,6 @@
 import { runBatch, toLine, type Line } from "./batch.ts";
 import { cutToBytes, utf8Bytes } from "./bytes.ts";
+import { beginDraft, claim, endDraft, writable, writableObject } from "./draft.ts";
 import { InvariantError } from "./errors.ts";
 import type { Message } from "./events.ts";
 import { nodeId, nodeLast, type NodeRef } from "./names.ts";
@@ -218,15 +219,20 @@ function handOverIds(
 // ---------------------------------------------------------------------------------------------
 // Building nodes: free ones at once, others asked of the summarizer; parents eagerly.
 
+/** The state's stats, to count in (copied once per transition). */
+function stats(s: ThreadState): ThreadStats {
+  return (s.stats = writableObject(s.stats));
+}
+
 function want(s: ThreadState, ref: NodeRef): void {
-  s.wanted = [...s.wanted, ref];
-  if (ref.level === 0) s.stats = { ...s.stats, leafJobs: s.stats.leafJobs + 1 };
-  else s.stats = { ...s.stats, mergeJobs: s.stats.mergeJobs + 1 };
+  (s.wanted = writable(s.wanted)).push(ref);
+  if (ref.level === 0) stats(s).leafJobs += 1;
+  else stats(s).mergeJobs += 1;
 }
 
 /** Stores a built node and, once its sibling exists, builds or asks for their parent. */
 function store(s: ThreadState, node: BuiltNode, free?: OutboxNode): void {
-  if (free) s.outbox = [...s.outbox, free];
+  if (free) (s.outbox = writable(s.outbox)).push(free);
   let current: BuiltNode | undefined = node;
   while (current) {
     s.nodes = putNode(s.nodes, current);
@@ -240,9 +246,9 @@ function store(s: ThreadState, node: BuiltNode, free?: OutboxNode): void {
       want(s, parent);
       return;
     }
-    s.stats = { ...s.stats, freeMerges: s.stats.freeMerges + 1 };
+    stats(s).freeMerges += 1;
     current = { ...parent, text: free, until: right.until };
-    s.outbox = [...s.outbox, current];
+    (s.outbox = writable(s.outbox)).push(current);
   }
 }
 
@@ -252,7 +258,7 @@ function makeDue(s: ThreadState, entry: TailEntry): void {
     want(s, { level: 0, index: entry.position });
     return;
   }
-  s.stats = { ...s.stats, freeLeaves: s.stats.freeLeaves + 1 };
+  stats(s).freeLeaves += 1;
   const leaf: BuiltNode = { level: 0, index: entry.position, text: free, until: entry.message.at };
   store(s, leaf, { ...leaf, message: { id: entry.message.id, seq: entry.seq } });
 }
@@ -290,7 +296,11 @@ function planCut(s: ThreadState): void {
   const newest = tailEntry(s, s.count - 1) as TailEntry;
   s.planned = b;
   s.plannedCost = cost;
-  s.cuts = [...s.cuts, { boundary: b, since: first.message.at, cutAt: newest.message.at }];
+  (s.cuts = writable(s.cuts)).push({
+    boundary: b,
+    since: first.message.at,
+    cutAt: newest.message.at,
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -342,12 +352,10 @@ function tryCut(s: ThreadState, cut: PendingCut): boolean {
   s.since = cut.since;
   s.cutAt = cut.cutAt;
   s.cuts = s.cuts.slice(1);
-  s.stats = {
-    ...s.stats,
-    cuts: s.stats.cuts + 1,
-    batches: s.stats.batches + (batched ? 1 : 0),
-    merges: s.stats.merges + merged.length,
-  };
+  const counts = stats(s);
+  counts.cuts += 1;
+  if (batched) counts.batches += 1;
+  counts.merges += merged.length;
   return true;
 }
 
@@ -405,21 +413,26 @@ export function appendMessage(
       },
     };
   }
-  const s: ThreadState = { ...state };
-  const position = s.count;
-  const cost = estimateMessageTokens(message);
-  const entry: TailEntry = { message, position, seq, cost };
-  s.tail = state.tail.slice();
-  s.tail.push(entry);
-  handOverIds(state.tail, s.tail, entry, 0);
-  s.count += 1;
-  if (seq > 0) s.seq = seq;
-  s.plannedCost += cost;
-  s.dueCost += cost;
-  advanceDue(s);
-  planCut(s);
-  settle(s);
-  return { state: s, outcome: { type: "applied", position } };
+  const outer = beginDraft();
+  try {
+    const s: ThreadState = { ...state };
+    const position = s.count;
+    const cost = estimateMessageTokens(message);
+    const entry: TailEntry = { message, position, seq, cost };
+    s.tail = state.tail.slice();
+    s.tail.push(entry);
+    handOverIds(state.tail, s.tail, entry, 0);
+    s.count += 1;
+    if (seq > 0) s.seq = seq;
+    s.plannedCost += cost;
+    s.dueCost += cost;
+    advanceDue(s);
+    planCut(s);
+    settle(s);
+    return { state: s, outcome: { type: "applied", position } };
+  } finally {
+    endDraft(outer);
+  }
 }
 
 /** A summary came back for a node the thread asked for. Others (already built, unknown) are ignored. */
@@ -440,15 +453,26 @@ export function summaryBuilt(
       },
     };
   }
+  const outer = beginDraft();
+  try {
+    const s: ThreadState = { ...state };
+    if (inflight >= 0) s.inflight = claim(s.inflight.filter((_, i) => i !== inflight));
+    else s.wanted = claim(s.wanted.filter((_, i) => i !== wanted));
+    applyBuilt(s, ref, text);
+    return { state: s, outcome: { type: "built" } };
+  } finally {
+    endDraft(outer);
+  }
+}
+
+/** Stores the summary of an awaited node (taken off the lists already) and applies what it allows. */
+function applyBuilt(s: ThreadState, ref: NodeRef, text: string): void {
   if (text.trim() === "") {
     throw new InvariantError(
       "EMPTY_SUMMARY",
       `summary for node ${ref.level}:${ref.index} is empty; an empty reply is a summarizer failure, send summary.failed instead`,
     );
   }
-  const s: ThreadState = { ...state };
-  if (inflight >= 0) s.inflight = s.inflight.filter((_, i) => i !== inflight);
-  else s.wanted = s.wanted.filter((_, i) => i !== wanted);
   const limit = Math.floor(s.settings.line * 1.25);
   const bounded = utf8Bytes(text) > limit ? cutToBytes(text, limit) : text;
   let until: string;
@@ -468,7 +492,38 @@ export function summaryBuilt(
   }
   store(s, { ...ref, text: bounded, until });
   settle(s);
-  return { state: s, outcome: { type: "built" } };
+}
+
+/** Gives the text of a node the thread asks for, at once; `state` is the thread as it asks. */
+export type NodeTexts = (ref: NodeRef, state: ThreadState) => string;
+
+/**
+ * Answers every job the thread asks for with `texts`, at once, until none is outstanding, and
+ * empties the outbox. The same as `takeJobs` (all of them), `summaryBuilt` for each in that
+ * order, again while new jobs come, then `outboxPublished` (all), in one transition: the lists
+ * and the node store are copied once, not once per job. `texts` sees the state being built (to
+ * make a job of it with `jobFor`) and must not keep it.
+ */
+export function answerWanted(state: ThreadState, texts: NodeTexts): ThreadState {
+  if (state.wanted.length === 0) return outboxPublished(state, state.outbox.length);
+  const outer = beginDraft();
+  try {
+    const s: ThreadState = { ...state };
+    while (s.wanted.length > 0) {
+      let started = s.wanted;
+      const needed = s.batch?.waitingFor;
+      if (needed) {
+        const at = started.findIndex((r) => sameRef(r, needed));
+        if (at > 0) started = [needed, ...started.slice(0, at), ...started.slice(at + 1)];
+      }
+      s.wanted = claim([]);
+      for (const ref of started) applyBuilt(s, ref, texts(ref, s));
+    }
+    if (s.outbox.length > 0) s.outbox = [];
+    return s;
+  } finally {
+    endDraft(outer);
+  }
 }
 
 /** A summarizer attempt failed: the node goes back to the front of the queue. */

@@ -2,8 +2,16 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { answerAll } from "../shared/replay.ts";
 import type { CoreSettings } from "../shared/settings.ts";
-import { appendMessage, initialThreadState, type ThreadState } from "../shared/thread.ts";
-import { fakeSummary, makeMessage } from "./support/conversation.ts";
+import {
+  appendMessage,
+  initialThreadState,
+  outboxPublished,
+  summaryBuilt,
+  takeJobs,
+  type ThreadState,
+} from "../shared/thread.ts";
+import { jobFor } from "../shared/context.ts";
+import { fakeSummary, makeMessage, settingsArb, textArb } from "./support/conversation.ts";
 
 const runs = Number(process.env.PROPERTY_RUNS ?? 40);
 
@@ -62,5 +70,48 @@ describe("duplicate message ids (the core's check against the tail)", () => {
     expect(appendMessage(s, left).outcome.type).toBe("applied");
     const kept = makeMessage("d", 39, "again");
     expect(appendMessage(s, kept).outcome.type).toBe("duplicate");
+  });
+});
+
+/** Freezes a state and everything in it: a transition that changed its input would throw. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+describe("transitions never modify their input (they copy what they change, once)", () => {
+  it("appendMessage, answerAll, takeJobs and summaryBuilt on frozen states", () => {
+    fc.assert(
+      fc.property(
+        settingsArb,
+        fc.array(textArb, { minLength: 1, maxLength: 120 }),
+        (settings, texts) => {
+          let a = initialThreadState("f", settings);
+          let b = a;
+          texts.forEach((text, i) => {
+            const message = makeMessage("f", i, text);
+            // All jobs at once in one transition...
+            const before = JSON.stringify(deepFreeze(a));
+            a = answerAll(appendMessage(deepFreeze(a), message, i + 1).state, fakeSummary);
+            expect(JSON.stringify(a)).not.toBe(before);
+            // ...and one job per transition, from frozen states: the same state.
+            b = appendMessage(deepFreeze(b), message, i + 1).state;
+            for (;;) {
+              const taken = takeJobs(deepFreeze(b), 1);
+              if (taken.started.length === 0) break;
+              const ref = taken.started[0] as NonNullable<(typeof taken.started)[0]>;
+              const job = jobFor(deepFreeze(taken.state), ref);
+              b = summaryBuilt(deepFreeze(taken.state), ref, fakeSummary(job)).state;
+            }
+            b = outboxPublished(deepFreeze(b), b.outbox.length);
+            expect(JSON.stringify(b)).toBe(JSON.stringify(a));
+          });
+        },
+      ),
+      { numRuns: runs },
+    );
   });
 });
