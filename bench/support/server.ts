@@ -12,6 +12,8 @@ import { startNatsServer, type LocalNats } from "../../services/start/nats-serve
 export interface BenchServer {
   url: string;
   names: InfraNames;
+  /** The server's process id, e.g. to read its CPU time from /proc. */
+  pid: number | undefined;
   /** A new client connection (each is closed by `stop`). */
   connect(name: string): Promise<NatsConnection>;
   stop(): Promise<void>;
@@ -41,6 +43,7 @@ export async function startBenchServer(label: string): Promise<BenchServer> {
   return {
     url: server.url,
     names,
+    pid: server.process.child.pid,
     connect,
     async stop() {
       await Promise.allSettled(connections.map((nc) => nc.close()));

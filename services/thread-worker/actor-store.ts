@@ -1,9 +1,9 @@
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
-import type { KV } from "@nats-io/kv";
 import type { Message } from "../../shared/events.ts";
 import type { BuiltNode, NodeStore } from "../../shared/nodes.ts";
 import type { TailEntry, ThreadState } from "../../shared/thread.ts";
 import type { InfraNames } from "../config/names.ts";
+import type { KvWrites } from "../nats/kv-writer.ts";
 import { readTailMessages } from "./chat-reader.ts";
 import type { HistoryNodes } from "./history-nodes.ts";
 
@@ -166,7 +166,7 @@ const ENVELOPE_BYTES = 1_024;
  * value over the server's max_payload is STATE_TOO_LARGE. Other errors are the caller's to retry.
  */
 export async function saveRecord(
-  kv: KV,
+  kv: KvWrites,
   bucket: string,
   record: PersistedThread,
   revision: number,

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
-import type { KV } from "@nats-io/kv";
+import type { KvWrites } from "../nats/kv-writer.ts";
 
 /**
  * Which CHAT sequence first carried each message id of a thread, in the `<kvBucket>-ids` bucket,
@@ -13,6 +13,7 @@ import type { KV } from "@nats-io/kv";
 export type IdClaim = { type: "new" } | { type: "duplicate"; firstSeq: number };
 
 const decoder = new TextDecoder();
+const encoder = new TextEncoder();
 
 /** 128 bits of SHA-256, base64url: a valid KV key token whatever characters the id has. */
 export function idKey(thread: string, id: string): string {
@@ -29,14 +30,14 @@ function isWrongLastSequence(err: unknown): boolean {
  * again with the same sequence (a redelivery after a crash between claim and save) is "new".
  */
 export async function claimMessageId(
-  kv: KV,
+  kv: KvWrites,
   thread: string,
   id: string,
   seq: number,
 ): Promise<IdClaim> {
   const key = idKey(thread, id);
   try {
-    await kv.create(key, String(seq));
+    await kv.create(key, encoder.encode(String(seq)));
     return { type: "new" };
   } catch (err) {
     if (!isWrongLastSequence(err)) throw err;
@@ -45,7 +46,7 @@ export async function claimMessageId(
   const firstSeq = entry && entry.operation === "PUT" ? Number(decoder.decode(entry.value)) : NaN;
   if (!Number.isSafeInteger(firstSeq)) {
     // A delete marker (or garbage): claim it for this sequence.
-    await kv.put(key, String(seq));
+    await kv.put(key, encoder.encode(String(seq)));
     return { type: "new" };
   }
   return firstSeq === seq ? { type: "new" } : { type: "duplicate", firstSeq };

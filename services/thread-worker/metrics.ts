@@ -87,6 +87,8 @@ export const M = {
   snapshotWrites: "outline_worker_snapshot_writes_total",
   threadErrors: "outline_worker_thread_errors_total",
   gapFills: "outline_worker_gap_events_total",
+  gapReads: "outline_worker_gap_reads_total",
+  gapReadsSkipped: "outline_worker_gap_reads_skipped_total",
   lag: "outline_worker_consumer_pending",
   ackPending: "outline_worker_consumer_ack_pending",
   inflight: "outline_worker_summarizer_inflight",
@@ -132,6 +134,16 @@ export function workerMetrics(): MetricRegistry {
     M.gapFills,
     "counter",
     "Events read from CHAT ahead of their redelivery, to keep order.",
+  );
+  r.define(
+    M.gapReads,
+    "counter",
+    "Direct gets on CHAT looking for a gap before a delivered event.",
+  );
+  r.define(
+    M.gapReadsSkipped,
+    "counter",
+    "Gap reads not needed: this worker saw every delivery of the consumer since the thread's cursor.",
   );
   r.define(M.lag, "gauge", "Chat events not yet delivered to a worker (consumer num_pending).");
   r.define(M.ackPending, "gauge", "Chat events delivered and not yet acknowledged.");

@@ -1,4 +1,5 @@
 import type { JsMsg } from "@nats-io/jetstream";
+import type { DeliveryEpoch } from "./delivery-ledger.ts";
 import { M } from "./metrics.ts";
 import { ThreadSlot, type SlotEnd } from "./thread-slot.ts";
 import type { WorkerContext } from "./worker-context.ts";
@@ -29,8 +30,9 @@ export class ThreadRegistry {
     return this.#slots.get(thread);
   }
 
-  deliver(thread: string, msg: JsMsg): void {
-    this.#slot(thread).enqueueChat(msg);
+  /** Queues a delivered chat event on its thread's slot; `epoch` is the ledger's for it. */
+  deliver(thread: string, msg: JsMsg, epoch: DeliveryEpoch): void {
+    this.#slot(thread).enqueueChat(msg, epoch);
   }
 
   /** Loads a thread that has work outstanding though no event is coming (see BusyIndex). */
@@ -50,7 +52,10 @@ export class ThreadRegistry {
 
   // A slot leaves the map the moment it ends, so the next event for its thread creates a fresh
   // slot that rehydrates from what the old one stored.
-  #ended(slot: ThreadSlot, _end: SlotEnd): void {
+  // A slot that ends any other way than at rest drops events it was given: from then on no slot
+  // may skip its gap read on the strength of having been given every event (DeliveryLedger).
+  #ended(slot: ThreadSlot, end: SlotEnd): void {
+    if (end !== "passivated" && end !== "drained") this.#ctx.deliveries.interrupt();
     if (this.#slots.get(slot.thread) === slot) this.#slots.delete(slot.thread);
     this.#ctx.metrics.set(M.actors, this.#slots.size);
   }

@@ -40,7 +40,7 @@ export async function writeSnapshot(
   revision: number,
   signal: AbortSignal,
 ): Promise<number> {
-  const kv = ctx.buckets.snapshots;
+  const kv = ctx.kv.snapshots;
   const bytes = encoder.encode(JSON.stringify(snapshot));
   let expected = revision;
   const written = await retryInPlace(

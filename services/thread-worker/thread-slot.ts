@@ -20,6 +20,7 @@ import { kvStream, kvSubject } from "./buckets.ts";
 import { BusyIndex } from "./busy-index.ts";
 import { ChatReadError, nextThreadEvent, readChatEvent } from "./chat-reader.ts";
 import { decodeChatEvent, type ChatEvent } from "./decode.ts";
+import { provablyContiguous, type DeliveryEpoch } from "./delivery-ledger.ts";
 import { claimMessageId, type IdClaim } from "./id-index.ts";
 import { errorText } from "./log.ts";
 import { M } from "./metrics.ts";
@@ -30,7 +31,7 @@ import type { WorkerContext } from "./worker-context.ts";
 
 /** What a thread's queue holds: chat events in delivery order, and summaries coming back. */
 type Item =
-  | { kind: "chat"; msg: JsMsg }
+  | { kind: "chat"; msg: JsMsg; epoch: DeliveryEpoch }
   | { kind: "built"; ref: NodeRef; text: string }
   | { kind: "failed"; ref: NodeRef; reason: string };
 
@@ -72,11 +73,17 @@ export class ThreadSlot {
 
   #queue: Item[] = [];
   #running: Promise<void> | undefined;
+  #kickScheduled = false;
   #ended: SlotEnd | undefined;
   #lastActivity = Date.now();
 
   /** Highest CHAT sequence handled; persisted with the state. */
   #seen = 0;
+  /**
+   * The delivery epoch whose events this slot has all been given since it last read CHAT up to
+   * one of them (or since it was created): events routed in it need no gap read.
+   */
+  #joined: DeliveryEpoch;
   #erasing = false;
   #actorRevision = 0;
   #snapshotRevision = 0;
@@ -94,8 +101,14 @@ export class ThreadSlot {
   #snapshotWanted = false;
   #snapshotDue = false;
   #snapshotTimer: NodeJS.Timeout | undefined;
+  #lastSnapshotAt = 0;
   #saveDue = false;
   #saveTimer: NodeJS.Timeout | undefined;
+  #saveAt = 0;
+  /** Chat events applied and not yet in the stored state: acknowledged by the save that stores them. */
+  #unacked: JsMsg[] = [];
+  /** When the oldest chat event not yet stored was applied; undefined when there is none. */
+  #unsavedSince: number | undefined;
   #passivateWanted = false;
   #lastHeartbeat = 0;
 
@@ -103,6 +116,7 @@ export class ThreadSlot {
     this.thread = thread;
     this.#ctx = ctx;
     this.#onEnd = onEnd;
+    this.#joined = ctx.deliveries.current;
     this.#jobs = this.#newJobs();
     this.#machine = threadMachine.provide({
       actions: {
@@ -137,8 +151,8 @@ export class ThreadSlot {
     this.#kick();
   }
 
-  enqueueChat(msg: JsMsg): void {
-    this.#enqueue({ kind: "chat", msg });
+  enqueueChat(msg: JsMsg, epoch: DeliveryEpoch): void {
+    this.#enqueue({ kind: "chat", msg, epoch });
   }
 
   #enqueue(item: Item): void {
@@ -164,7 +178,17 @@ export class ThreadSlot {
   // -------------------------------------------------------------------------------------------
   // The loop
 
+  /** Starts the loop on the next turn, together with every other slot that has work then. */
   #kick(): void {
+    if (this.#running || this.#ended || this.#kickScheduled) return;
+    this.#kickScheduled = true;
+    this.#ctx.soon.run(() => {
+      this.#kickScheduled = false;
+      this.#kickNow();
+    });
+  }
+
+  #kickNow(): void {
     if (this.#running || this.#ended) return;
     this.#running = this.#loop()
       .catch((err: unknown) => this.#crashed(err))
@@ -187,6 +211,7 @@ export class ThreadSlot {
       } else if (this.#saveDue) {
         this.#saveDue = false;
         if (this.#dirty) await this.#save();
+        else this.#ackStored();
       } else if (this.#passivateWanted) {
         this.#passivateWanted = false;
         await this.#finalWrites();
@@ -254,6 +279,11 @@ export class ThreadSlot {
   #end(end: SlotEnd): void {
     if (this.#ended) return;
     this.#ended = end;
+    // Events given up unacknowledged come back to a worker after the ack wait.
+    const dropped = this.#unacked.length + this.#queue.filter((i) => i.kind === "chat").length;
+    this.#unacked = [];
+    this.#queue = [];
+    this.#ctx.deliveries.released(dropped);
     clearTimeout(this.#snapshotTimer);
     clearTimeout(this.#saveTimer);
     this.#actor?.stop();
@@ -292,6 +322,8 @@ export class ThreadSlot {
     this.#snapshotTimer = undefined;
     clearTimeout(this.#saveTimer);
     this.#saveTimer = undefined;
+    // Queued events are applied first (their loop may not have started yet).
+    this.#kickNow();
     while (this.#running) await this.#running;
     if (this.#ended) return;
     try {
@@ -313,8 +345,9 @@ export class ThreadSlot {
     this.#snapshotTimer = undefined;
     clearTimeout(this.#saveTimer);
     this.#saveTimer = undefined;
-    if (this.#snapshotWanted) await this.#writeSnapshot();
     if (this.#dirty) await this.#save();
+    else this.#ackStored();
+    if (this.#snapshotWanted) await this.#writeSnapshot();
   }
 
   // -------------------------------------------------------------------------------------------
@@ -412,7 +445,6 @@ export class ThreadSlot {
 
   async #burst(items: Item[]): Promise<void> {
     const statsBefore = this.#state().stats;
-    const acks: JsMsg[] = [];
     const steps: Step[] = [];
     const deleted = this.#state().deleted;
     let cursor = this.#seen;
@@ -421,13 +453,22 @@ export class ThreadSlot {
         steps.push(item);
         continue;
       }
-      acks.push(item.msg);
+      // Acknowledged by the save that stores its effect (or at once if it has none).
+      this.#unacked.push(item.msg);
       // Any delivered event may follow a gap, not only the burst's first: a redelivery followed
       // by a newer event, or events of this thread delivered to another worker. The gap is read
       // from CHAT and applied first, so the thread's events apply in stream order and none is
-      // skipped by the sequence check below.
+      // skipped by the sequence check below. It is not read when the ledger proves this slot was
+      // given every event of the thread since `cursor` (they are in this burst or applied).
+      const contiguous = provablyContiguous(item.msg, item.epoch, this.#joined, cursor);
       if (!deleted && item.msg.seq > cursor + 1) {
-        steps.push(...(await this.#readGap(cursor + 1, item.msg.seq)));
+        if (contiguous) this.#ctx.metrics.add(M.gapReadsSkipped);
+        else steps.push(...(await this.#readGap(cursor + 1, item.msg.seq)));
+      }
+      // Caught up to a first delivery of its epoch: every later event of the thread routed in it
+      // comes to this slot, in stream order.
+      if (item.epoch.start !== undefined && item.msg.info.deliveryCount === 1) {
+        this.#joined = item.epoch;
       }
       cursor = Math.max(cursor, item.msg.seq);
       const { event } = decodeChatEvent(this.#ctx.subjects, item.msg.subject, item.msg.data);
@@ -470,13 +511,50 @@ export class ThreadSlot {
     // Chat events are acknowledged only once the state that includes them is stored. A burst of
     // summaries alone has nothing to acknowledge and is saved a little later, coalesced: after
     // a crash the older state asks for those nodes again and HISTORY answers them, no model call.
-    if (this.#dirty && (acks.length > 0 || erased)) await this.#save();
-    else if (this.#dirty) this.#requestSave();
-    this.#checkAlive();
-    for (const msg of acks) msg.ack();
-    this.#countStats(statsBefore, this.#state().stats);
-    if (this.#changed && !this.#state().deleted) this.#requestSnapshot();
+    // While the consumer has a backlog, chat events wait up to saveLingerMs (from the oldest) so
+    // one save stores, and then acknowledges, all that arrived meanwhile; caught up, a burst is
+    // saved at once. A burst that changed nothing (only redeliveries already handled) is
+    // acknowledged at once.
+    if (chatSeen && this.#dirty) this.#unsavedSince ??= Date.now();
+    if (this.#changed && !this.#state().deleted) this.#snapshotWanted = true;
     this.#changed = false;
+    this.#countStats(statsBefore, this.#state().stats);
+    if (!this.#dirty) {
+      this.#ackStored();
+    } else if (erased || this.#state().deleted || this.#lingerOver()) {
+      await this.#save();
+    } else if (this.#unsavedSince !== undefined) {
+      this.#scheduleSave(this.#unsavedSince + this.#ctx.saveLingerMs - Date.now());
+    } else {
+      this.#scheduleSave(this.#ctx.saveDelayMs);
+    }
+    this.#checkAlive();
+    // A snapshot never shows a chat event before the state that holds it is stored (a crash
+    // cannot make the outline go back on the log); with nothing unsaved it may be written now.
+    if (this.#snapshotWanted && this.#unsavedSince === undefined) this.#requestSnapshot();
+  }
+
+  /** Unsaved chat events to save now: no backlog, waited long enough, or many waiting. */
+  #lingerOver(): boolean {
+    if (this.#unsavedSince === undefined) return false;
+    return (
+      !this.#ctx.deliveries.behind ||
+      Date.now() - this.#unsavedSince >= this.#ctx.saveLingerMs ||
+      this.#unacked.length >= this.#ctx.maxBurst
+    );
+  }
+
+  /** Nothing applied is unsaved: every event handled so far can be acknowledged. */
+  #ackStored(): void {
+    const acks = this.#unacked;
+    this.#unacked = [];
+    this.#unsavedSince = undefined;
+    this.#ack(acks);
+  }
+
+  #ack(msgs: JsMsg[]): void {
+    for (const msg of msgs) msg.ack();
+    this.#ctx.deliveries.released(msgs.length);
   }
 
   /**
@@ -489,6 +567,7 @@ export class ThreadSlot {
     const gap: ChatEntry[] = [];
     let from = fromSeq;
     while (from < seq) {
+      this.#ctx.metrics.add(M.gapReads);
       const next = await this.#retry("read CHAT ahead of a redelivery", () =>
         nextThreadEvent(this.#ctx.jsm, this.#ctx.names, this.thread, from),
       );
@@ -528,7 +607,7 @@ export class ThreadSlot {
       const seq = step.seq;
       pending.push(
         this.#retry("record the message id", () =>
-          claimMessageId(this.#ctx.buckets.ids, this.thread, id, seq),
+          claimMessageId(this.#ctx.kv.ids, this.thread, id, seq),
         ).then((claim) => {
           claims.set(seq, claim);
         }),
@@ -657,6 +736,11 @@ export class ThreadSlot {
   /** Writes the actor state, fenced on its revision; retried in place until it is stored. */
   async #save(): Promise<void> {
     const { buckets } = this.#ctx;
+    // The events applied so far are in the state written below: acknowledged once it is stored.
+    const acks = this.#unacked;
+    const hadChat = this.#unsavedSince !== undefined;
+    this.#unacked = [];
+    this.#unsavedSince = undefined;
     const snapshot = (
       this.#actor as Actor<ThreadMachine>
     ).getPersistedSnapshot() as unknown as PersistedActor;
@@ -665,7 +749,7 @@ export class ThreadSlot {
       "save actor state",
       () =>
         saveRecord(
-          buckets.actors,
+          this.#ctx.kv.actors,
           buckets.names.actors,
           record,
           this.#actorRevision,
@@ -675,7 +759,15 @@ export class ThreadSlot {
     );
     this.#dirty = false;
     this.#ctx.metrics.add(M.stateSaves);
+    this.#checkAlive();
+    this.#ack(acks);
     await this.#syncBusy();
+    // The outline of what was just stored: written now unless one was written very recently.
+    if (hadChat && this.#snapshotWanted) {
+      if (Date.now() - this.#lastSnapshotAt >= this.#ctx.snapshotDelayMs)
+        await this.#writeSnapshot();
+      else this.#requestSnapshot();
+    }
   }
 
   /** Lists the thread in the busy index while its stored state has work outstanding. */
@@ -737,13 +829,20 @@ export class ThreadSlot {
   // -------------------------------------------------------------------------------------------
   // Snapshots
 
-  #requestSave(): void {
-    if (this.#saveTimer) return;
-    this.#saveTimer = setTimeout(() => {
-      this.#saveTimer = undefined;
-      this.#saveDue = true;
-      this.#kick();
-    }, this.#ctx.saveDelayMs);
+  /** A save in `ms` at the latest (an earlier one already scheduled stands). */
+  #scheduleSave(ms: number): void {
+    const at = Date.now() + Math.max(0, ms);
+    if (this.#saveTimer && this.#saveAt <= at) return;
+    clearTimeout(this.#saveTimer);
+    this.#saveAt = at;
+    this.#saveTimer = setTimeout(
+      () => {
+        this.#saveTimer = undefined;
+        this.#saveDue = true;
+        this.#kick();
+      },
+      Math.max(0, ms),
+    );
   }
 
   /** At most one snapshot write per `snapshotDelayMs`, whatever the event rate. */
@@ -758,9 +857,12 @@ export class ThreadSlot {
   }
 
   async #writeSnapshot(): Promise<void> {
+    // Chat events not stored yet: the save that stores them writes the snapshot.
+    if (this.#unsavedSince !== undefined) return;
     this.#snapshotWanted = false;
     const core = this.#state();
     if (core.deleted) return;
+    this.#lastSnapshotAt = Date.now();
     this.#snapshotRevision = await writeSnapshot(
       this.#ctx,
       this.thread,

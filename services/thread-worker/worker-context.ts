@@ -2,14 +2,17 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { InspectionEvent } from "xstate";
 import type { CoreSettings } from "../../shared/settings.ts";
 import type { InfraNames } from "../config/names.ts";
+import type { KvWrites } from "../nats/kv-writer.ts";
 import type { Subjects } from "../nats/subjects.ts";
 import type { MeteredSummarizer } from "../summarizer/index.ts";
 import type { WorkerBuckets } from "./buckets.ts";
 import type { BusyIndex } from "./busy-index.ts";
+import type { DeliveryLedger } from "./delivery-ledger.ts";
 import type { HistoryNodes } from "./history-nodes.ts";
 import type { Limiter } from "./limiter.ts";
 import type { Logger } from "./log.ts";
 import type { MetricRegistry } from "./metrics.ts";
+import type { Soon } from "./soon.ts";
 import type { JobTiming } from "./summary-jobs.ts";
 
 /**
@@ -22,7 +25,13 @@ export interface WorkerContext {
   names: InfraNames;
   subjects: Subjects;
   buckets: WorkerBuckets;
+  /** Writes to the actor, id and snapshot buckets, through one KvWriter (reads go to `buckets`). */
+  kv: { actors: KvWrites; ids: KvWrites; snapshots: KvWrites };
   busy: BusyIndex;
+  /** Which deliveries this worker saw without a hole: lets a slot skip its gap read. */
+  deliveries: DeliveryLedger;
+  /** Starts slot loops together on the next turn (their requests share socket writes). */
+  soon: Soon;
   settings: CoreSettings;
   summarizer: MeteredSummarizer;
   limiter: Limiter;
@@ -35,6 +44,11 @@ export interface WorkerContext {
   snapshotDelayMs: number;
   /** Longest a state changed only by summaries waits before it is saved. */
   saveDelayMs: number;
+  /**
+   * Longest chat events applied to a thread wait for more before the state holding them is saved
+   * and they are acknowledged (one save and one snapshot write for all of them).
+   */
+  saveLingerMs: number;
   /** Most queued events applied before one state write. */
   maxBurst: number;
   /**

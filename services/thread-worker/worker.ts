@@ -14,17 +14,20 @@ import type { InspectionEvent } from "xstate";
 import type { CoreSettings } from "../../shared/settings.ts";
 import type { InfraNames } from "../config/names.ts";
 import { publishDeadLetter } from "../nats/dead-letter.ts";
+import { FastKv, KvWriter } from "../nats/kv-writer.ts";
 import { subjects } from "../nats/subjects.ts";
 import type { MeteredSummarizer } from "../summarizer/index.ts";
 import { ensureWorkerBuckets, type WorkerBuckets } from "./buckets.ts";
 import { BusyIndex } from "./busy-index.ts";
 import { chatSubjectProblem } from "./decode.ts";
+import { DeliveryLedger } from "./delivery-ledger.ts";
 import { historyNodes } from "./history-nodes.ts";
 import { Limiter } from "./limiter.ts";
 import { consoleLogger, errorText, type Logger } from "./log.ts";
 import { M, recordUsage, workerMetrics, type MetricRegistry } from "./metrics.ts";
 import { ThreadRegistry } from "./registry.ts";
 import { retryInPlace } from "./retry.ts";
+import { Soon } from "./soon.ts";
 import { DEFAULT_JOB_TIMING, type JobTiming } from "./summary-jobs.ts";
 import type { WorkerContext } from "./worker-context.ts";
 
@@ -42,6 +45,11 @@ export interface ThreadWorkerOptions {
   snapshotDelayMs?: number;
   /** Longest a state changed only by summaries waits before it is saved (nothing waits on it). */
   saveDelayMs?: number;
+  /**
+   * Longest chat events applied to a thread wait for more before one save stores them all and
+   * they are acknowledged; 0 saves after every burst. Under the ack wait by far.
+   */
+  saveLingerMs?: number;
   /** Consumer ack wait, used when the worker creates the durable (OUTLINE_ACK_WAIT_MS). */
   ackWaitMs?: number;
   /** Events delivered and not yet acknowledged, at most, over all threads. */
@@ -75,6 +83,8 @@ export const DEFAULT_IDLE_MS = 60_000;
 /** Whole messages a thread holds at most while its summaries lag (OUTLINE_BACKLOG_LIMIT). */
 export const DEFAULT_BACKLOG_LIMIT = 4_000;
 export const DEFAULT_ACK_WAIT_MS = 30_000;
+/** Longest applied chat events wait for more before their state is saved and they are acked. */
+export const DEFAULT_SAVE_LINGER_MS = 500;
 
 /** The worker's consumer is ours to shape only when we create it; an existing one is checked. */
 async function ensureConsumer(
@@ -120,18 +130,34 @@ async function ensureConsumer(
 export async function startThreadWorker(options: ThreadWorkerOptions): Promise<ThreadWorker> {
   const { nc, names } = options;
   const log = options.log ?? consoleLogger();
+  const ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
+  // By default at most a tenth of the ack wait, so a short ack wait (tests) keeps its margin.
+  const saveLingerMs = options.saveLingerMs ?? Math.min(DEFAULT_SAVE_LINGER_MS, ackWaitMs / 10);
+  if (!Number.isFinite(saveLingerMs) || saveLingerMs < 0 || saveLingerMs > ackWaitMs / 10) {
+    throw new Error(
+      `saveLingerMs ${saveLingerMs} is not between 0 and a tenth of the ack wait (${ackWaitMs} ms): events waiting for their save must be acknowledged long before the server redelivers them`,
+    );
+  }
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   const s = subjects(names);
   const buckets = await ensureWorkerBuckets(js, jsm, names, options.replicas ?? 1);
   const metrics = workerMetrics();
+  const writer = new KvWriter(nc);
   const ctx: WorkerContext = {
     js,
     jsm,
     names,
     subjects: s,
     buckets,
+    kv: {
+      actors: new FastKv(writer, buckets.actors, buckets.names.actors),
+      ids: new FastKv(writer, buckets.ids, buckets.names.ids),
+      snapshots: new FastKv(writer, buckets.snapshots, names.kvBucket),
+    },
     busy: new BusyIndex(buckets.busy, jsm, buckets.names.busy),
+    deliveries: new DeliveryLedger(),
+    soon: new Soon(),
     settings: options.settings,
     summarizer: options.summarizer,
     limiter: new Limiter(options.settings.concurrency),
@@ -142,13 +168,14 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     jobTiming: { ...DEFAULT_JOB_TIMING, ...options.jobTiming },
     snapshotDelayMs: options.snapshotDelayMs ?? 50,
     saveDelayMs: options.saveDelayMs ?? 1_000,
+    saveLingerMs,
     maxBurst: options.maxBurst ?? 500,
     backlogLimit: options.backlogLimit ?? DEFAULT_BACKLOG_LIMIT,
     maxPayload: () => nc.info?.max_payload ?? 1024 * 1024,
   };
   const registry = new ThreadRegistry(ctx);
   const maxAckPending = options.maxAckPending ?? 10_000;
-  await ensureConsumer(jsm, names, options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS, maxAckPending);
+  await ensureConsumer(jsm, names, ackWaitMs, maxAckPending);
   const consumer = await js.consumers.get(names.chatStream, names.workerDurable);
   const messages: ConsumerMessages = await consumer.consume({
     max_messages: Math.min(1_000, maxAckPending),
@@ -179,18 +206,21 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
           metrics.add(M.deadLetters);
           log.warn(`dead letter: ${msg.subject} #${msg.seq}: ${reason}`);
           msg.ack();
+          ctx.deliveries.released(1);
         },
         () => {},
       ),
     );
 
   const route = (msg: JsMsg) => {
+    const epoch = ctx.deliveries.observe(msg);
     const parsed = s.parseChat(msg.subject);
     if (!parsed) {
+      // Not a thread's event (no slot reads it in a gap either): recorded on its own.
       deadLetterNow(msg, chatSubjectProblem(names.chatPrefix, msg.subject));
       return;
     }
-    registry.deliver(parsed.thread, msg);
+    registry.deliver(parsed.thread, msg, epoch);
   };
 
   const pulling = (async () => {
@@ -198,7 +228,10 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       try {
         route(msg);
       } catch (err) {
-        // Routing does not throw on input; if it ever does, the event comes back after the ack wait.
+        // Routing does not throw on input; if it ever does, the event comes back after the ack wait
+        // and no slot may count on having seen it.
+        ctx.deliveries.interrupt();
+        ctx.deliveries.released(1);
         log.error(`could not route ${msg.subject} #${msg.seq}: ${errorText(err)}`);
       }
     }
@@ -272,6 +305,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       await Promise.allSettled([...background]);
       stopping.abort();
       metricsSub.unsubscribe();
+      writer.close();
     },
     abandon() {
       if (stopped) return;
@@ -281,6 +315,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       messages.stop();
       registry.abandon();
       metricsSub.unsubscribe();
+      writer.close();
     },
   };
 }

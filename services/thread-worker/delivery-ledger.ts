@@ -1,0 +1,92 @@
+import type { JsMsg } from "@nats-io/jetstream";
+
+/**
+ * A stretch of consumer deliveries this worker saw without a hole. `start` is the CHAT sequence
+ * of the stretch's first first-delivery (undefined until one comes): the consumer first-delivers
+ * CHAT in stream order, so every CHAT event from `start` on that the consumer delivered within
+ * the stretch reached this worker and was routed to its thread's slot.
+ */
+export interface DeliveryEpoch {
+  readonly id: number;
+  start: number | undefined;
+}
+
+/**
+ * Proves when a slot may skip reading CHAT for a gap before a delivered event (thread-slot.ts).
+ * Events of one thread are contiguous in what a slot must apply only if nothing of the thread
+ * between its cursor and the new event went elsewhere. That holds while this worker saw every
+ * delivery of the consumer (delivery sequences 1 apart: no other worker on the consumer, nothing
+ * lost in transit, the consumer not recreated) and no slot dropped events it had been given
+ * (a slot that fails, loses its thread or is abandoned calls `interrupt`). Anything else starts
+ * a new epoch; a slot trusts only events routed in the epoch it joined, after it read CHAT once.
+ */
+/** Unacknowledged deliveries past which the worker counts as behind (a few bursts' worth). */
+const BEHIND_WHEN_HELD = 100;
+
+export class DeliveryLedger {
+  #epoch: DeliveryEpoch = { id: 0, start: undefined };
+  #lastDelivery: number | undefined;
+  #pending = 0;
+  /** Deliveries not yet acknowledged (or given up by a slot that ended). */
+  #held = 0;
+
+  /**
+   * The worker is catching up on a backlog: the consumer had events not yet delivered at the
+   * last delivery, or this worker holds many delivered events not yet acknowledged. A slot then
+   * waits a little so one save stores several events.
+   */
+  get behind(): boolean {
+    return this.#pending > 0 || this.#held >= BEHIND_WHEN_HELD;
+  }
+
+  /** Delivered events this worker holds unacknowledged (for tests and metrics). */
+  get held(): number {
+    return this.#held;
+  }
+
+  /** `count` delivered events were acknowledged, or dropped by a slot that ended. */
+  released(count: number): void {
+    this.#held = Math.max(0, this.#held - count);
+  }
+
+  get current(): DeliveryEpoch {
+    return this.#epoch;
+  }
+
+  /** Records a delivery (in arrival order); returns the epoch it belongs to. */
+  observe(msg: JsMsg): DeliveryEpoch {
+    const { deliverySequence, deliveryCount } = msg.info;
+    if (this.#lastDelivery === undefined || deliverySequence !== this.#lastDelivery + 1) {
+      this.#newEpoch();
+    }
+    this.#lastDelivery = deliverySequence;
+    this.#pending = msg.info.pending;
+    this.#held += 1;
+    if (this.#epoch.start === undefined && deliveryCount === 1) this.#epoch.start = msg.seq;
+    return this.#epoch;
+  }
+
+  /** Events given to a slot were dropped (or a delivery was not routed): trust nothing older. */
+  interrupt(): void {
+    this.#newEpoch();
+  }
+
+  #newEpoch(): void {
+    this.#epoch = { id: this.#epoch.id + 1, start: undefined };
+  }
+}
+
+/** A first delivery, routed in `epoch`: may the slot (joined to `joined`) skip the gap read? */
+export function provablyContiguous(
+  msg: JsMsg,
+  epoch: DeliveryEpoch,
+  joined: DeliveryEpoch,
+  cursor: number,
+): boolean {
+  return (
+    epoch === joined &&
+    epoch.start !== undefined &&
+    msg.info.deliveryCount === 1 &&
+    cursor + 1 >= epoch.start
+  );
+}
