@@ -1,7 +1,12 @@
 import { jobFor } from "./context.ts";
-import type { Message } from "./events.ts";
 import type { SummaryJob } from "./jobs.ts";
-import { answerWanted, appendMessage, type NodeTexts, type ThreadState } from "./thread.ts";
+import {
+  answerWanted,
+  appendAll,
+  type LogEntry,
+  type NodeTexts,
+  type ThreadState,
+} from "./thread.ts";
 
 export type { NodeTexts } from "./thread.ts";
 
@@ -23,16 +28,11 @@ export function answerAll(state: ThreadState, summaries: InstantSummaries): Thre
   return answerByRef(state, (ref, s) => summaries(jobFor(s, ref)));
 }
 
-/** Rebuilds a thread from its log with summaries answered at once. */
+/** Rebuilds a thread from its log with summaries answered at once (one transition). */
 export function replayLog(
   initial: ThreadState,
-  log: Iterable<{ message: Message; seq?: number }>,
+  log: readonly LogEntry[],
   summaries: InstantSummaries,
 ): ThreadState {
-  let s = initial;
-  for (const { message, seq } of log) {
-    s = appendMessage(s, message, seq ?? 0).state;
-    s = answerAll(s, summaries);
-  }
-  return s;
+  return appendAll(initial, log, (ref, s) => summaries(jobFor(s, ref))).state;
 }

@@ -345,7 +345,7 @@ function tryCut(s: ThreadState, cut: PendingCut): boolean {
   s.outline = lines;
   s.outlineBytes = bytes;
   s.nodes = dropNodes(s.nodes, [...leaving, ...merged]);
-  const tail = s.tail.slice(cut.boundary - s.boundary);
+  const tail = claim(s.tail.slice(cut.boundary - s.boundary));
   handOverIds(s.tail, tail, undefined, cut.boundary - s.boundary);
   s.tail = tail;
   s.boundary = cut.boundary;
@@ -379,6 +379,19 @@ export function appendMessage(
   message: Message,
   seq = 0,
 ): { state: ThreadState; outcome: AppendOutcome } {
+  const refused = refusal(state, message, seq);
+  if (refused) return { state, outcome: refused };
+  const outer = beginDraft();
+  try {
+    const s: ThreadState = { ...state };
+    return { state: s, outcome: { type: "applied", position: appendInto(s, message, seq) } };
+  } finally {
+    endDraft(outer);
+  }
+}
+
+/** Why a message is not applied (a deleted thread, a sequence or id seen), or undefined. */
+function refusal(state: ThreadState, message: Message, seq: number): AppendOutcome | undefined {
   if (message.thread !== state.thread) {
     throw new InvariantError(
       "WRONG_THREAD",
@@ -387,52 +400,45 @@ export function appendMessage(
   }
   if (state.deleted) {
     return {
-      state,
-      outcome: {
-        type: "rejected",
-        reason: `thread '${state.thread}' was deleted; a deleted thread takes no new messages`,
-      },
+      type: "rejected",
+      reason: `thread '${state.thread}' was deleted; a deleted thread takes no new messages`,
     };
   }
   if (seq > 0 && seq <= state.seq) {
     return {
-      state,
-      outcome: {
-        type: "duplicate",
-        reason: `stream sequence ${seq} was already applied (last ${state.seq})`,
-      },
+      type: "duplicate",
+      reason: `stream sequence ${seq} was already applied (last ${state.seq})`,
     };
   }
   const already = findInTail(state.tail, message.id);
   if (already) {
     return {
-      state,
-      outcome: {
-        type: "duplicate",
-        reason: `message id '${message.id}' was already applied at position ${already.position}`,
-      },
+      type: "duplicate",
+      reason: `message id '${message.id}' was already applied at position ${already.position}`,
     };
   }
-  const outer = beginDraft();
-  try {
-    const s: ThreadState = { ...state };
-    const position = s.count;
-    const cost = estimateMessageTokens(message);
-    const entry: TailEntry = { message, position, seq, cost };
-    s.tail = state.tail.slice();
-    s.tail.push(entry);
-    handOverIds(state.tail, s.tail, entry, 0);
-    s.count += 1;
-    if (seq > 0) s.seq = seq;
-    s.plannedCost += cost;
-    s.dueCost += cost;
-    advanceDue(s);
-    planCut(s);
-    settle(s);
-    return { state: s, outcome: { type: "applied", position } };
-  } finally {
-    endDraft(outer);
-  }
+  return undefined;
+}
+
+/** Appends a message the thread takes; returns its position. */
+function appendInto(s: ThreadState, message: Message, seq: number): number {
+  const position = s.count;
+  const cost = estimateMessageTokens(message);
+  const entry: TailEntry = { message, position, seq, cost };
+  const before = s.tail;
+  const tail = writable(before);
+  if (tail !== before) handOverIds(before, tail, undefined, 0);
+  tail.push(entry);
+  handOverIds(tail, tail, entry, 0);
+  s.tail = tail;
+  s.count += 1;
+  if (seq > 0) s.seq = seq;
+  s.plannedCost += cost;
+  s.dueCost += cost;
+  advanceDue(s);
+  planCut(s);
+  settle(s);
+  return position;
 }
 
 /** A summary came back for a node the thread asked for. Others (already built, unknown) are ignored. */
@@ -509,18 +515,56 @@ export function answerWanted(state: ThreadState, texts: NodeTexts): ThreadState 
   const outer = beginDraft();
   try {
     const s: ThreadState = { ...state };
-    while (s.wanted.length > 0) {
-      let started = s.wanted;
-      const needed = s.batch?.waitingFor;
-      if (needed) {
-        const at = started.findIndex((r) => sameRef(r, needed));
-        if (at > 0) started = [needed, ...started.slice(0, at), ...started.slice(at + 1)];
-      }
-      s.wanted = claim([]);
-      for (const ref of started) applyBuilt(s, ref, texts(ref, s));
-    }
-    if (s.outbox.length > 0) s.outbox = [];
+    answerInto(s, texts);
     return s;
+  } finally {
+    endDraft(outer);
+  }
+}
+
+function answerInto(s: ThreadState, texts: NodeTexts): void {
+  while (s.wanted.length > 0) {
+    let started = s.wanted;
+    const needed = s.batch?.waitingFor;
+    if (needed) {
+      const at = started.findIndex((r) => sameRef(r, needed));
+      if (at > 0) started = [needed, ...started.slice(0, at), ...started.slice(at + 1)];
+    }
+    s.wanted = claim([]);
+    for (const ref of started) applyBuilt(s, ref, texts(ref, s));
+  }
+  if (s.outbox.length > 0) s.outbox = claim([]);
+}
+
+/** A message of the log and its stream sequence (0 when not from a stream). */
+export interface LogEntry {
+  message: Message;
+  seq?: number;
+}
+
+/**
+ * Applies messages in order, answering every job after each one with `texts`: the same as
+ * `appendMessage` then `answerWanted` for each entry, in one transition, so what the messages
+ * share (the tail, the node store, the lists) is copied once for all of them. A replay applies a
+ * thread's messages of one stream read this way. Returns each entry's outcome.
+ */
+export function appendAll(
+  state: ThreadState,
+  entries: readonly LogEntry[],
+  texts: NodeTexts,
+): { state: ThreadState; outcomes: AppendOutcome[] } {
+  if (entries.length === 0) return { state, outcomes: [] };
+  const outer = beginDraft();
+  try {
+    const s: ThreadState = { ...state };
+    const outcomes: AppendOutcome[] = [];
+    for (const { message, seq = 0 } of entries) {
+      const refused = refusal(s, message, seq);
+      if (refused) outcomes.push(refused);
+      else outcomes.push({ type: "applied", position: appendInto(s, message, seq) });
+      answerInto(s, texts);
+    }
+    return { state: s, outcomes };
   } finally {
     endDraft(outer);
   }

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { answerAll } from "../shared/replay.ts";
 import type { CoreSettings } from "../shared/settings.ts";
 import {
+  appendAll,
   appendMessage,
   initialThreadState,
   outboxPublished,
@@ -83,7 +84,7 @@ function deepFreeze<T>(value: T): T {
 }
 
 describe("transitions never modify their input (they copy what they change, once)", () => {
-  it("appendMessage, answerAll, takeJobs and summaryBuilt on frozen states", () => {
+  it("appendMessage, answerAll, appendAll, takeJobs and summaryBuilt on frozen states", () => {
     fc.assert(
       fc.property(
         settingsArb,
@@ -91,6 +92,13 @@ describe("transitions never modify their input (they copy what they change, once
         (settings, texts) => {
           let a = initialThreadState("f", settings);
           let b = a;
+          // Also in chunks of a few messages, each chunk one transition.
+          let c = a;
+          const log = texts.map((text, i) => ({ message: makeMessage("f", i, text), seq: i + 1 }));
+          for (let i = 0; i < log.length; i += 1 + (i % 5)) {
+            const chunk = log.slice(i, i + 1 + (i % 5));
+            c = appendAll(deepFreeze(c), chunk, (ref, st) => fakeSummary(jobFor(st, ref))).state;
+          }
           texts.forEach((text, i) => {
             const message = makeMessage("f", i, text);
             // All jobs at once in one transition...
@@ -109,6 +117,7 @@ describe("transitions never modify their input (they copy what they change, once
             b = outboxPublished(deepFreeze(b), b.outbox.length);
             expect(JSON.stringify(b)).toBe(JSON.stringify(a));
           });
+          expect(JSON.stringify(c)).toBe(JSON.stringify(a));
         },
       ),
       { numRuns: runs },

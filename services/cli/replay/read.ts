@@ -36,7 +36,7 @@ export async function readStream(
     const total = (await consumer.info()).num_pending;
     onStart(total);
     if (total === 0) return;
-    const messages = await consumer.consume({ max_messages: 1000 });
+    const messages = await consumer.consume({ max_messages: 5000 });
     // Nothing delivered for IDLE_MS while we wait: what was counted at the start was purged
     // meanwhile. Time spent applying an event (a --resummarize model call) does not count.
     let read = 0;

@@ -3,8 +3,9 @@ import type { SummaryJob } from "../../../shared/jobs.ts";
 import { nodeKey } from "../../../shared/names.ts";
 import { jobFor } from "../../../shared/context.ts";
 import type { CoreSettings } from "../../../shared/settings.ts";
-import { answerByRef } from "../../../shared/replay.ts";
+import { answerByRef, type NodeTexts } from "../../../shared/replay.ts";
 import {
+  appendAll,
   appendMessage,
   deleteThread,
   initialThreadState,
@@ -12,8 +13,8 @@ import {
 } from "../../../shared/thread.ts";
 
 /** One CHAT event of a thread, in stream order. */
-export type ChatEvent =
-  { kind: "message"; message: Message; seq: number } | { kind: "deleted"; at: string; seq: number };
+export type ChatEvent = MessageEvent | { kind: "deleted"; at: string; seq: number };
+type MessageEvent = { kind: "message"; message: Message; seq: number };
 
 /** A node the thread needs is not in HISTORY: the replay cannot be exact without it. */
 export class MissingNodeError extends Error {
@@ -61,12 +62,46 @@ export class ThreadReplay {
    * `answerByRef` with the texts HISTORY holds. A job's context (what a model would be sent) is
    * built only when its node is missing: a stored text does not depend on it.
    */
+  private readonly fromHistory: NodeTexts = (ref, s) => {
+    const text = this.texts.get(nodeKey(ref.level, ref.index));
+    if (text === undefined) throw new MissingNodeError(jobFor(s, ref));
+    return text;
+  };
+
   private answerFromHistory(state: ThreadState): ThreadState {
-    return answerByRef(state, (ref, s) => {
-      const text = this.texts.get(nodeKey(ref.level, ref.index));
-      if (text === undefined) throw new MissingNodeError(jobFor(s, ref));
-      return text;
-    });
+    return answerByRef(state, this.fromHistory);
+  }
+
+  /**
+   * This thread's events of one stream read, in stream order: the messages between deletions
+   * are applied as one transition (`appendAll`), which copies what they share once. With
+   * --resummarize, messages that need a node HISTORY lacks are applied one by one instead (the
+   * node is built on the way); the state before them is unchanged, so they start from it.
+   */
+  async applyAll(events: readonly ChatEvent[]): Promise<void> {
+    let i = 0;
+    while (i < events.length) {
+      const first = events[i] as ChatEvent;
+      if (first.kind === "deleted") {
+        await this.apply(first);
+        i += 1;
+        continue;
+      }
+      const run: MessageEvent[] = [];
+      for (let e = events[i]; e?.kind === "message"; e = events[++i]) run.push(e);
+      try {
+        const { state, outcomes } = appendAll(this.s, run, this.fromHistory);
+        outcomes.forEach((outcome, k) => {
+          if (outcome.type === "applied") {
+            this.ats[outcome.position] = (run[k] as MessageEvent).message.at;
+          }
+        });
+        this.s = state;
+      } catch (err) {
+        if (!(err instanceof MissingNodeError) || !this.resummarize) throw err;
+        for (const event of run) await this.apply(event);
+      }
+    }
   }
 
   async apply(event: ChatEvent): Promise<void> {

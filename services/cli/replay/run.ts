@@ -36,6 +36,9 @@ interface Session {
   err: ProgressOutput;
 }
 
+/** CHAT events gathered before they are applied (a consumer's read batch). */
+const APPLY_BATCH = 1_000;
+
 async function rebuildThreads(
   session: Session,
   makeReplay: (thread: string) => ThreadReplay,
@@ -51,6 +54,21 @@ async function rebuildThreads(
   };
   const progress = createProgress(err, "replay");
   let skipped = 0;
+  // Events are applied a read batch at a time, each thread's as one transition.
+  let pending = new Map<string, ChatEvent[]>();
+  let held = 0;
+  const flush = async () => {
+    const batch = pending;
+    pending = new Map();
+    held = 0;
+    for (const [thread, events] of batch) await replayOf(thread).applyAll(events);
+  };
+  const add = async (thread: string, event: ChatEvent) => {
+    const events = pending.get(thread);
+    if (events) events.push(event);
+    else pending.set(thread, [event]);
+    if (++held >= APPLY_BATCH) await flush();
+  };
 
   if (args.thread === undefined) {
     await readStream(
@@ -60,11 +78,12 @@ async function rebuildThreads(
       (n) => progress.total(n),
       async (raw) => {
         const parsed = parseChatEvent(names, raw);
-        if (parsed) await replayOf(parsed.thread).apply(parsed.event);
+        if (parsed) await add(parsed.thread, parsed.event);
         else skipped += 1;
         progress.tick();
       },
     );
+    await flush();
   } else {
     const thread = args.thread;
     // nats-server 2.9 takes one filter per consumer, so deletions (rare) are read first and
@@ -82,23 +101,24 @@ async function rebuildThreads(
       },
     );
     const replay = replayOf(thread);
-    let pending = 0;
+    let next = 0;
     await readStream(
       js,
       names.chatStream,
       s.messageCreated(thread),
       (n) => progress.total(n + deletions.length),
       async (raw) => {
-        while (pending < deletions.length && (deletions[pending] as ChatEvent).seq < raw.seq) {
-          await replay.apply(deletions[pending++] as ChatEvent);
+        while (next < deletions.length && (deletions[next] as ChatEvent).seq < raw.seq) {
+          await add(thread, deletions[next++] as ChatEvent);
         }
         const parsed = parseChatEvent(names, raw);
-        if (parsed) await replay.apply(parsed.event);
+        if (parsed) await add(thread, parsed.event);
         else skipped += 1;
         progress.tick();
       },
     );
-    while (pending < deletions.length) await replay.apply(deletions[pending++] as ChatEvent);
+    while (next < deletions.length) await add(thread, deletions[next++] as ChatEvent);
+    await flush();
     if (replay.state.count === 0 && deletions.length === 0) {
       progress.done();
       throw new UsageError(
