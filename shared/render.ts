@@ -35,6 +35,8 @@ export function freeLeafText(message: Message, line: number): string | undefined
 
 /** A parent whose two children joined by " / " fit in `line` bytes is built the same way. */
 export function freeParentText(left: string, right: string, line: number): string | undefined {
-  const joined = `${left} / ${right}`;
-  return utf8Bytes(joined) <= line ? joined : undefined;
+  // A UTF-8 string has at least as many bytes as UTF-16 units: most pairs are rejected unread,
+  // and the others are measured without joining them first.
+  if (left.length + right.length + 3 > line) return undefined;
+  return utf8Bytes(left) + utf8Bytes(right) + 3 <= line ? `${left} / ${right}` : undefined;
 }

@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { messageCreatedSchema } from "../shared/events.ts";
 import { summaryEventSchema } from "../shared/history.ts";
 import { parseMessage, parseSummary } from "../services/cli/replay/validate.ts";
@@ -35,6 +35,18 @@ const times = fc.oneof(
     "2026-11-30T24:00:00.000Z",
     "2026-11-30 08:15:00Z",
     "2026-11-30T08:15:00.000",
+    "2000-02-29T00:00:00.000Z",
+    "2100-02-29T00:00:00.000Z",
+    "0000-02-29T00:00:00.000Z",
+    "2026-04-31T00:00:00.000Z",
+    "2026-13-01T00:00:00.000Z",
+    "2026-00-10T00:00:00.000Z",
+    "2026-01-00T00:00:00.000Z",
+    "2026-01-01T23:59:60.000Z",
+    "2026-01-01T23:60:00.000Z",
+    "2026-01-01T23:59:59.99xZ",
+    "2026-01-01T23:59:59.999z",
+    "+02026-01-01T00:00:00.00Z",
     "",
   ),
 );
@@ -105,7 +117,11 @@ describe("replay validation", () => {
     );
   });
 
-  it("the bench's and the worker's usual bodies take the direct path", () => {
+  it("the bench's and the worker's usual bodies take the direct path (no schema call)", () => {
+    const schemaCalls = [
+      vi.spyOn(messageCreatedSchema, "safeParse"),
+      vi.spyOn(summaryEventSchema, "safeParse"),
+    ];
     const message = {
       id: "t1-m0",
       thread: "t1",
@@ -120,5 +136,9 @@ describe("replay validation", () => {
       ...node,
       message: { id: "m", seq: 4 },
     });
+    for (const spy of schemaCalls) {
+      expect(spy).not.toHaveBeenCalled();
+      spy.mockRestore();
+    }
   });
 });

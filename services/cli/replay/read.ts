@@ -131,8 +131,13 @@ export async function readHistory(
   let invalid = 0;
   const filter = thread === undefined ? undefined : s.threadHistory(thread);
   await readStream(js, names.historyStream, filter, onStart, (raw) => {
-    const where = s.parseHistory(raw.subject);
     const node = parseSummary(json(raw.data));
+    // The subject the worker publishes a node on names what its body does: a comparison is
+    // cheaper than parsing the subject (anything else is parsed, and must name the same thread).
+    const where =
+      node && raw.subject === `${names.historyPrefix}.${node.thread}.${node.level}.${node.index}`
+        ? node
+        : s.parseHistory(raw.subject);
     if (!where || !node || node.thread !== where.thread) {
       invalid += 1;
       return;

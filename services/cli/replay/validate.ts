@@ -40,14 +40,37 @@ function onlyKeys(body: Body, known: ReadonlySet<string>): boolean {
 const shortString = (v: unknown, max: number, min = 1): v is string =>
   typeof v === "string" && v.length >= min && v.length <= max;
 
+const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/** The number written by the digits at [from, from + n) of `v`, or -1 if one is not a digit. */
+function digits(v: string, from: number, n: number): number {
+  let out = 0;
+  for (let i = from; i < from + n; i++) {
+    const d = v.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return -1;
+    out = out * 10 + d;
+  }
+  return out;
+}
+
 /**
- * The canonical ISO form `YYYY-MM-DDTHH:mm:ss.sssZ` of a real instant (what `toISOString`
+ * The canonical ISO form `YYYY-MM-DDTHH:mm:ss.sssZ` of a real date and time (what `toISOString`
  * writes, and what the schema's ISO-8601 rule accepts); other valid forms go to the schema.
  */
 function canonicalTime(v: unknown): v is string {
-  if (typeof v !== "string" || v.length !== 24 || v.charCodeAt(23) !== 90 /* Z */) return false;
-  const t = Date.parse(v);
-  return !Number.isNaN(t) && new Date(t).toISOString() === v;
+  if (typeof v !== "string" || v.length !== 24) return false;
+  if (v[4] !== "-" || v[7] !== "-" || v[10] !== "T" || v[13] !== ":" || v[16] !== ":") return false;
+  if (v[19] !== "." || v[23] !== "Z" || digits(v, 20, 3) < 0) return false;
+  const year = digits(v, 0, 4);
+  const month = digits(v, 5, 2);
+  const day = digits(v, 8, 2);
+  if (year < 0 || month < 1 || month > 12 || day < 1) return false;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  if (day > (month === 2 && leap ? 29 : (DAYS[month - 1] as number))) return false;
+  const hour = digits(v, 11, 2);
+  const minute = digits(v, 14, 2);
+  const second = digits(v, 17, 2);
+  return hour >= 0 && hour <= 23 && minute >= 0 && minute <= 59 && second >= 0 && second <= 59;
 }
 
 const wholeNumber = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
