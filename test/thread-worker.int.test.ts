@@ -423,6 +423,39 @@ describe("thread worker throughput", () => {
     expect(worker.metrics.get(M.stateSaves)).toBeLessThan(30);
   });
 
+  it("a thread whose tail still holds all of it checks ids there; its first cut records them all in the id index; a message id still applies once", async () => {
+    const h = await setup();
+    // Messages of one size: the first cut comes at a known count (tail cost past 4,000 tokens).
+    const settings = { ...SMALL, tail: [2_000, 4_000] as [number, number] };
+    const worker = await start(h, { settings });
+    const thread = "young";
+    const message = (i: number) => ({ ...chatMessage(thread, i), text: `${i} ${"x".repeat(400)}` });
+    const idKeys = () =>
+      countOn(h, `KV_${worker.buckets.names.ids}`, `$KV.${worker.buckets.names.ids}.${thread}.>`);
+    for (let i = 0; i < 10; i++) await publishMessage(h, message(i));
+    // Past the stream's duplicate window, as a platform could: another Nats-Msg-Id, same id.
+    await publishMessage(h, message(3), { msgID: "again-3" });
+    await publishMessage(h, message(10));
+    await waitFor("11 messages applied", async () => (await readSnapshot(h, thread))?.count === 11);
+    expect((await readSnapshot(h, thread))?.boundary).toBe(0);
+    expect(worker.metrics.get(M.duplicates, { why: "id" })).toBe(1);
+    expect(await idKeys()).toBe(0); // nothing left the tail: no index write yet
+
+    for (let i = 11; i < 60; i++) await publishMessage(h, message(i));
+    await waitSettled(h, [thread]);
+    const afterCut = await readSnapshot(h, thread);
+    expect(afterCut?.boundary).toBeGreaterThan(3); // message 3 is out of the tail now
+    expect(await idKeys()).toBe(60); // every message's id, once
+
+    await publishMessage(h, message(3), { msgID: "again-3-later" });
+    await publishMessage(h, message(60));
+    await waitFor("61 messages applied", async () => (await readSnapshot(h, thread))?.count === 61);
+    await waitSettled(h, [thread]);
+    expect(worker.metrics.get(M.duplicates, { why: "id" })).toBe(2);
+    expect(worker.metrics.get(M.events, { kind: "message" })).toBe(61);
+    expect(await readSnapshot(h, thread)).toEqual(await expectedSnapshot(h, thread, settings));
+  });
+
   it("refuses a save linger that would leave events unacknowledged near the ack wait", async () => {
     const h = await setup();
     await expect(start(h, { saveLingerMs: 5_000, ackWaitMs: 10_000 })).rejects.toThrow(

@@ -53,6 +53,19 @@ type Skip = {
   seq: number;
 };
 
+/** No message has left the tail and the thread was weighed from its first: the tail is all of it. */
+function isTailComplete(core: ThreadState): boolean {
+  return core.complete && core.boundary === 0 && !core.deleted;
+}
+
+function findInTail(core: ThreadState, id: string): ThreadState["tail"][number] | undefined {
+  for (let i = core.tail.length - 1; i >= 0; i--) {
+    const entry = core.tail[i];
+    if (entry?.message.id === id) return entry;
+  }
+  return undefined;
+}
+
 export type SlotEnd = "passivated" | "drained" | "lost" | "failed" | "abandoned";
 
 /**
@@ -77,6 +90,11 @@ export class ThreadSlot {
   #ended: SlotEnd | undefined;
   #lastActivity = Date.now();
 
+  /**
+   * Messages applied while the tail held all of the thread (checked there, not claimed in the id
+   * index); claimed all at once when the first cut takes messages out of the tail.
+   */
+  #unclaimed: { id: string; seq: number }[] = [];
   /** Highest CHAT sequence handled; persisted with the state. */
   #seen = 0;
   /**
@@ -402,8 +420,14 @@ export class ThreadSlot {
     }
     // Summaries that were in flight are asked again (HISTORY answers those already built);
     // free nodes not yet published are published now.
+    const core = this.#state();
+    if (isTailComplete(core)) {
+      // Saved while the tail held the whole thread: its ids may not be in the index yet.
+      this.#unclaimed = core.tail.map((entry) => ({ id: entry.message.id, seq: entry.seq }));
+    }
     this.#send({ type: "jobs.resume" });
     await this.#publishOutbox();
+    await this.#claimUnclaimed();
     if (this.#dirty) await this.#save();
     else await this.#syncBusy();
     this.#snapshotWanted = true;
@@ -507,6 +531,7 @@ export class ThreadSlot {
     if (erased) await this.#erase();
     else if (chatSeen && this.#state().deleted) await this.#purgeChat();
     await this.#publishOutbox();
+    await this.#claimUnclaimed();
     this.#checkAlive();
     // Chat events are acknowledged only once the state that includes them is stored. A burst of
     // summaries alone has nothing to acknowledge and is saved a little later, coalesced: after
@@ -588,7 +613,11 @@ export class ThreadSlot {
   /** Claims the message ids of the burst's new messages in the id index, in parallel. */
   async #claimIds(steps: Step[]): Promise<Map<number, IdClaim>> {
     const claims = new Map<number, IdClaim>();
-    if (this.#state().deleted) return claims;
+    const core = this.#state();
+    if (core.deleted) return claims;
+    // While no message has left the tail, the tail is every message the thread has: an id is
+    // checked there and recorded in the index only when the first cut takes messages out.
+    const tailComplete = isTailComplete(core);
     const firstSeqOf = new Map<string, number>();
     const pending: Promise<void>[] = [];
     let seen = this.#seen;
@@ -605,6 +634,16 @@ export class ThreadSlot {
       }
       firstSeqOf.set(id, step.seq);
       const seq = step.seq;
+      if (tailComplete) {
+        const earlier = findInTail(core, id);
+        if (earlier) {
+          claims.set(seq, { type: "duplicate", firstSeq: earlier.seq });
+        } else {
+          claims.set(seq, { type: "new" });
+          this.#unclaimed.push({ id, seq });
+        }
+        continue;
+      }
       pending.push(
         this.#retry("record the message id", () =>
           claimMessageId(this.#ctx.kv.ids, this.thread, id, seq),
@@ -615,6 +654,38 @@ export class ThreadSlot {
     }
     await Promise.all(pending);
     return claims;
+  }
+
+  /**
+   * Once messages have left the tail (or the thread is no longer complete), every id applied
+   * without a claim is recorded in the index, before any later message is checked against it
+   * and before a state without them in the tail is saved.
+   */
+  async #claimUnclaimed(): Promise<void> {
+    if (this.#unclaimed.length === 0) return;
+    const core = this.#state();
+    if (core.deleted) {
+      this.#unclaimed = [];
+      return;
+    }
+    if (isTailComplete(core)) return;
+    const unclaimed = this.#unclaimed;
+    await Promise.all(
+      unclaimed.map(({ id, seq }) =>
+        this.#retry("record the message id", () =>
+          claimMessageId(this.#ctx.kv.ids, this.thread, id, seq),
+        ).then((claim) => {
+          // Applied already (the tail was checked); the index names an earlier copy, which
+          // keeps any later copy out just as well.
+          if (claim.type === "duplicate" && claim.firstSeq !== seq) {
+            this.#ctx.log.warn(
+              `message id '${id}' of thread '${this.thread}' applied at CHAT sequence ${seq} is indexed at ${claim.firstSeq}`,
+            );
+          }
+        }),
+      ),
+    );
+    this.#unclaimed = this.#unclaimed.slice(unclaimed.length);
   }
 
   async #applyChat(entry: ChatEntry, claims: Map<number, IdClaim>): Promise<void> {
@@ -736,6 +807,7 @@ export class ThreadSlot {
   /** Writes the actor state, fenced on its revision; retried in place until it is stored. */
   async #save(): Promise<void> {
     const { buckets } = this.#ctx;
+    await this.#claimUnclaimed();
     // The events applied so far are in the state written below: acknowledged once it is stored.
     const acks = this.#unacked;
     const hadChat = this.#unsavedSince !== undefined;
