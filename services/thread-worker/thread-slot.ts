@@ -66,6 +66,35 @@ function findInTail(core: ThreadState, id: string): ThreadState["tail"][number] 
   return undefined;
 }
 
+/** Which slot hosts an actor: the machine's effects reach their slot through it. */
+const slotOfActor = new WeakMap<object, ThreadSlot>();
+let hosted: ThreadMachine | undefined;
+
+/**
+ * The thread machine with the host's effects, built once and shared by every slot: XState
+ * memoises transitions per machine, so one machine per slot paid that on every thread's events.
+ * Each effect goes to the slot of the actor that raised it (`self`).
+ */
+function hostedMachine(): ThreadMachine {
+  hosted ??= threadMachine.provide({
+    actions: {
+      requestSummary: ({ self }, { job }) =>
+        slotOfActor.get(self)?.effect({ kind: "requested", job }),
+      snapshotChanged: ({ self }) => slotOfActor.get(self)?.effect({ kind: "changed" }),
+      skipped: ({ self }, { outcome, messageId, seq }) =>
+        slotOfActor.get(self)?.effect({ kind: "skipped", skip: { outcome, messageId, seq } }),
+      erased: ({ self }, { seq }) => slotOfActor.get(self)?.effect({ kind: "erased", seq }),
+    },
+  });
+  return hosted;
+}
+
+type Effect =
+  | { kind: "requested"; job: SummaryJob }
+  | { kind: "changed" }
+  | { kind: "skipped"; skip: Skip }
+  | { kind: "erased"; seq: number };
+
 export type SlotEnd = "passivated" | "drained" | "lost" | "failed" | "abandoned";
 
 /**
@@ -80,7 +109,6 @@ export class ThreadSlot {
   readonly #onEnd: (slot: ThreadSlot, end: SlotEnd) => void;
   /** Aborted when the slot is abandoned: every retry loop and wait stops at once. */
   readonly #abort = new AbortController();
-  readonly #machine: ThreadMachine;
   #actor: Actor<ThreadMachine> | undefined;
   #jobs: SummaryJobs;
 
@@ -136,22 +164,14 @@ export class ThreadSlot {
     this.#onEnd = onEnd;
     this.#joined = ctx.deliveries.current;
     this.#jobs = this.#newJobs();
-    this.#machine = threadMachine.provide({
-      actions: {
-        requestSummary: (_, { job }) => {
-          this.#requested.push(job);
-        },
-        snapshotChanged: () => {
-          this.#changed = true;
-        },
-        skipped: (_, { outcome, messageId, seq }) => {
-          this.#skips.push({ outcome, messageId, seq });
-        },
-        erased: (_, { seq }) => {
-          this.#erasedAt = seq;
-        },
-      },
-    });
+  }
+
+  /** An effect of the machine while an event is applied (see hostedMachine); read right after. */
+  effect(effect: Effect): void {
+    if (effect.kind === "requested") this.#requested.push(effect.job);
+    else if (effect.kind === "changed") this.#changed = true;
+    else if (effect.kind === "skipped") this.#skips.push(effect.skip);
+    else this.#erasedAt = effect.seq;
   }
 
   get ended(): SlotEnd | undefined {
@@ -400,12 +420,13 @@ export class ThreadSlot {
     const shown = await this.#retry("read snapshot", () => buckets.snapshots.get(this.thread));
     this.#snapshotRevision = shown?.revision ?? 0;
     this.#checkAlive();
-    this.#actor = createActor(this.#machine, {
+    this.#actor = createActor(hostedMachine(), {
       input: { thread: this.thread, settings: this.#ctx.settings },
       // A record this worker wrote from getPersistedSnapshot(), tail texts put back.
       ...(snapshot ? { snapshot: snapshot as unknown as Snapshot<unknown> } : {}),
       ...(this.#ctx.inspect ? { inspect: this.#ctx.inspect } : {}),
     });
+    slotOfActor.set(this.#actor, this);
     this.#actor.start();
     if (!snapshot) {
       await this.#syncBusy();
