@@ -1,4 +1,4 @@
-import { runBatch, toLine, type Line } from "./batch.ts";
+import { runBatch, toLine, type BatchProgress, type Line } from "./batch.ts";
 import { cutToBytes, utf8Bytes } from "./bytes.ts";
 import { beginDraft, claim, endDraft, writable, writableObject } from "./draft.ts";
 import { InvariantError } from "./errors.ts";
@@ -312,34 +312,53 @@ function leavesBuilt(s: ThreadState, from: number, to: number): boolean {
 }
 
 /**
+ * Where a waiting merge batch stopped, by the `batch` object of the states that wait: the lines,
+ * bytes and merges so far. The batch always merges the most due pair, whichever parents are
+ * built, so going on from there is what running it again from its start would do; only the
+ * parents built meanwhile differ. Each stop makes a new `batch` object, so a state never goes on
+ * from a stop one of its successors reached. A state restored from JSON has none and runs the
+ * batch from its start.
+ */
+const waited = new WeakMap<NonNullable<ThreadState["batch"]>, BatchProgress>();
+
+/**
  * Applies the next cut and, when the outline then passes outline[1], its merge batch, as one
  * step: the outline changes only at cuts, so prompts between cuts grow only at their end. When
  * the batch needs a parent not built yet, nothing is applied and the thread waits for it.
  */
 function tryCut(s: ThreadState, cut: PendingCut): boolean {
   const leaving: NodeRef[] = [];
-  let lines: Line[] = s.outline.slice();
-  let bytes = s.outlineBytes;
-  for (let p = s.boundary; p < cut.boundary; p++) {
-    const leaf = getNode(s.nodes, 0, p) as BuiltNode;
-    const line = toLine(leaf);
-    lines.push(line);
-    bytes += line.bytes;
-    leaving.push(leaf);
+  for (let p = s.boundary; p < cut.boundary; p++) leaving.push({ level: 0, index: p });
+  // A batch that waited goes on from where it stopped (see `waited`), not from its start.
+  const resumed = s.batch ? waited.get(s.batch) : undefined;
+  let lines: Line[];
+  let bytes: number;
+  let merged: NodeRef[] = resumed?.merged ?? [];
+  if (resumed) {
+    lines = resumed.lines;
+    bytes = resumed.bytes;
+  } else {
+    lines = s.outline.slice();
+    bytes = s.outlineBytes;
+    for (let p = s.boundary; p < cut.boundary; p++) {
+      const line = toLine(getNode(s.nodes, 0, p) as BuiltNode);
+      lines.push(line);
+      bytes += line.bytes;
+    }
   }
-  let merged: NodeRef[] = [];
-  const batched = bytes > s.settings.outline[1];
+  const batched = resumed !== undefined || bytes > s.settings.outline[1];
   if (batched) {
     const progress = runBatch(lines, bytes, cut.boundary, s.settings.outline[0], (level, index) =>
       getNode(s.nodes, level, index),
     );
+    merged = merged.length === 0 ? progress.merged : [...merged, ...progress.merged];
     if (progress.waitingFor) {
       s.batch = { waitingFor: progress.waitingFor };
+      waited.set(s.batch, { lines: progress.lines, bytes: progress.bytes, merged });
       return false;
     }
     lines = progress.lines;
     bytes = progress.bytes;
-    merged = progress.merged;
   }
   s.batch = null;
   s.outline = lines;

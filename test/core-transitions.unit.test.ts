@@ -11,7 +11,10 @@ import {
   takeJobs,
   type ThreadState,
 } from "../shared/thread.ts";
+import { mostDuePair, runBatch, toLine, type Line } from "../shared/batch.ts";
 import { jobFor } from "../shared/context.ts";
+import type { NodeRef } from "../shared/names.ts";
+import type { BuiltNode } from "../shared/nodes.ts";
 import { fakeSummary, makeMessage, settingsArb, textArb } from "./support/conversation.ts";
 
 const runs = Number(process.env.PROPERTY_RUNS ?? 40);
@@ -121,6 +124,83 @@ describe("transitions never modify their input (they copy what they change, once
         },
       ),
       { numRuns: runs },
+    );
+  });
+});
+
+/** The batch as a scan of the outline per merge (what runBatch did before its heap). */
+function scanBatch(
+  lines: readonly Line[],
+  bytes: number,
+  boundary: number,
+  low: number,
+  parentOf: (level: number, index: number) => BuiltNode | undefined,
+) {
+  const out = lines.slice();
+  const merged: NodeRef[] = [];
+  let total = bytes;
+  while (total > low) {
+    const j = mostDuePair(out, boundary);
+    if (j < 0) break;
+    const left = out[j] as Line;
+    const right = out[j + 1] as Line;
+    const parentRef = { level: left.level + 1, index: left.index >> 1 };
+    const parent = parentOf(parentRef.level, parentRef.index);
+    if (!parent) return { lines: out, bytes: total, merged, waitingFor: parentRef };
+    const line = toLine(parent);
+    out.splice(j, 2, line);
+    total += line.bytes - left.bytes - right.bytes;
+    merged.push(parentRef);
+  }
+  return { lines: out, bytes: total, merged };
+}
+
+describe("merge batch", () => {
+  it("chooses the pairs a scan for the most due pair would, and stops where it would", () => {
+    fc.assert(
+      fc.property(
+        // An outline as a run of nodes of random levels (each aligned), parent text sizes, which
+        // parents are built, and the low mark.
+        fc.array(fc.nat(4), { minLength: 1, maxLength: 200 }),
+        fc.array(fc.nat(300), { minLength: 1, maxLength: 50 }),
+        fc.nat(),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (levels, sizes, missing, lowShare) => {
+          const lines: Line[] = [];
+          let at = 0;
+          let bytes = 0;
+          for (const l of levels) {
+            const n = 2 ** l;
+            const level = at % n === 0 ? l : 0;
+            const node = {
+              level,
+              index: at / 2 ** level,
+              text: "t".repeat(5 + (at % 40)),
+              until: "",
+            };
+            const line = toLine(node);
+            lines.push(line);
+            bytes += line.bytes;
+            at += 2 ** level;
+          }
+          const parentOf = (level: number, index: number): BuiltNode | undefined => {
+            const k = level * 7919 + index;
+            if (missing % 5 !== 0 && k % (2 + (missing % 11)) === 0) return undefined;
+            const size = sizes[k % sizes.length] ?? 10;
+            return { level, index, text: "p".repeat(1 + size), until: "" };
+          };
+          const low = Math.floor(bytes * lowShare);
+          const ours = runBatch(lines, bytes, at + (missing % 7), low, parentOf);
+          const scan = scanBatch(lines, bytes, at + (missing % 7), low, parentOf);
+          expect(ours.merged).toEqual(scan.merged);
+          expect(ours.bytes).toBe(scan.bytes);
+          expect(ours.waitingFor).toEqual(scan.waitingFor);
+          expect(ours.lines.map((l) => [l.level, l.index])).toEqual(
+            scan.lines.map((l) => [l.level, l.index]),
+          );
+        },
+      ),
+      { numRuns: runs * 10 },
     );
   });
 });
