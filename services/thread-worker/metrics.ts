@@ -8,7 +8,13 @@ interface Family {
   values: Map<string, { labels: Labels; value: number }>;
 }
 
-const labelKey = (labels: Labels): string => JSON.stringify(Object.entries(labels).sort());
+// Counters are bumped per event: no label or one label (the usual cases) skip the JSON.
+const labelKey = (labels: Labels): string => {
+  const keys = Object.keys(labels);
+  if (keys.length === 0) return "";
+  if (keys.length === 1) return `${keys[0]}\u0000${labels[keys[0] as string]}`;
+  return JSON.stringify(Object.entries(labels).sort());
+};
 
 // Prometheus text format: label values escape backslash, quote and newline.
 const escapeLabel = (value: string): string =>

@@ -526,7 +526,8 @@ export class ThreadSlot {
         msg: item.msg,
       });
     }
-    const claims = await this.#claimIds(steps);
+    const claiming = this.#claimIds(steps);
+    const claims = claiming instanceof Map ? claiming : await claiming;
     let chatSeen = false;
     for (const step of steps) {
       if (step.kind === "built") {
@@ -545,14 +546,15 @@ export class ThreadSlot {
         });
       } else {
         chatSeen = true;
-        await this.#applyChat(step, claims);
+        const writing = this.#applyChat(step, claims);
+        if (writing) await writing;
       }
     }
     const erased = this.#erasedAt !== undefined;
     if (erased) await this.#erase();
     else if (chatSeen && this.#state().deleted) await this.#purgeChat();
-    await this.#publishOutbox();
-    await this.#claimUnclaimed();
+    if (this.#state().outbox.length > 0) await this.#publishOutbox();
+    if (this.#unclaimed.length > 0) await this.#claimUnclaimed();
     this.#checkAlive();
     // Chat events are acknowledged only once the state that includes them is stored. A burst of
     // summaries alone has nothing to acknowledge and is saved a little later, coalesced: after
@@ -632,7 +634,7 @@ export class ThreadSlot {
   }
 
   /** Claims the message ids of the burst's new messages in the id index, in parallel. */
-  async #claimIds(steps: Step[]): Promise<Map<number, IdClaim>> {
+  #claimIds(steps: Step[]): Map<number, IdClaim> | Promise<Map<number, IdClaim>> {
     const claims = new Map<number, IdClaim>();
     const core = this.#state();
     if (core.deleted) return claims;
@@ -673,8 +675,8 @@ export class ThreadSlot {
         }),
       );
     }
-    await Promise.all(pending);
-    return claims;
+    if (pending.length === 0) return claims;
+    return Promise.all(pending).then(() => claims);
   }
 
   /**
@@ -709,52 +711,55 @@ export class ThreadSlot {
     this.#unclaimed = this.#unclaimed.slice(unclaimed.length);
   }
 
-  async #applyChat(entry: ChatEntry, claims: Map<number, IdClaim>): Promise<void> {
+  // Synchronous unless it has a write or a read to wait for (most events): no promise per event.
+  #applyChat(entry: ChatEntry, claims: Map<number, IdClaim>): Promise<void> | undefined {
     const metrics = this.#ctx.metrics;
     if (entry.seq <= this.#seen) {
       metrics.add(M.duplicates, 1, { why: "seq" });
-      return;
+      return undefined;
     }
     this.#seen = entry.seq;
     this.#dirty = true;
     const event = entry.event;
     const core = this.#state();
-    if (event.kind === "invalid") {
-      await this.#deadLetter(entry, event.reason);
-      return;
-    }
+    if (event.kind === "invalid") return this.#deadLetter(entry, event.reason);
     if (core.deleted) {
       if (event.kind === "deleted") {
         metrics.add(M.duplicates, 1, { why: "deleted" });
-        return;
+        return undefined;
       }
-      await this.#deadLetter(
+      return this.#deadLetter(
         entry,
         `thread deleted: thread '${this.thread}' was deleted (thread.deleted up to CHAT sequence ${core.seq}); a deleted thread takes no new messages, use a new thread id`,
       );
-      return;
     }
     if (event.kind === "deleted") {
       this.#send({ type: "thread.deleted", at: event.at, seq: entry.seq });
       metrics.add(M.events, 1, { kind: "deleted" });
-      return;
+      return undefined;
     }
     const claim = claims.get(entry.seq);
-    if (claim?.type === "duplicate") {
-      const conflict = await this.#conflictingDuplicate(event.message, claim.firstSeq);
-      if (conflict) await this.#deadLetter(entry, conflict);
-      else metrics.add(M.duplicates, 1, { why: "id" });
-      return;
-    }
+    if (claim?.type === "duplicate") return this.#duplicateId(entry, event.message, claim.firstSeq);
     this.#send({ type: "message.created", message: event.message, seq: entry.seq });
     const skips = this.#skips;
     this.#skips = [];
     if (skips.length === 0) {
       metrics.add(M.events, 1, { kind: "message" });
-      return;
+      return undefined;
     }
+    return this.#recordSkips(entry, skips);
+  }
+
+  async #duplicateId(entry: ChatEntry, message: Message, firstSeq: number): Promise<void> {
+    const conflict = await this.#conflictingDuplicate(message, firstSeq);
+    if (conflict) await this.#deadLetter(entry, conflict);
+    else this.#ctx.metrics.add(M.duplicates, 1, { why: "id" });
+  }
+
+  async #recordSkips(entry: ChatEntry, skips: Skip[]): Promise<void> {
     for (const skip of skips) {
-      if (skip.outcome.type === "duplicate") metrics.add(M.duplicates, 1, { why: "tail" });
+      if (skip.outcome.type === "duplicate")
+        this.#ctx.metrics.add(M.duplicates, 1, { why: "tail" });
       else await this.#deadLetter(entry, skip.outcome.reason);
     }
   }
@@ -828,7 +833,7 @@ export class ThreadSlot {
   /** Writes the actor state, fenced on its revision; retried in place until it is stored. */
   async #save(): Promise<void> {
     const { buckets } = this.#ctx;
-    await this.#claimUnclaimed();
+    if (this.#unclaimed.length > 0) await this.#claimUnclaimed();
     // The events applied so far are in the state written below: acknowledged once it is stored.
     const acks = this.#unacked;
     const hadChat = this.#unsavedSince !== undefined;
@@ -854,7 +859,7 @@ export class ThreadSlot {
     this.#ctx.metrics.add(M.stateSaves);
     this.#checkAlive();
     this.#ack(acks);
-    await this.#syncBusy();
+    if (BusyIndex.isBusy(this.#state()) !== this.#busyListed) await this.#syncBusy();
     // The outline of what was just stored: written now unless one was written very recently.
     if (hadChat && this.#snapshotWanted) {
       if (Date.now() - this.#lastSnapshotAt >= this.#ctx.snapshotDelayMs)
