@@ -50,7 +50,8 @@ export async function readStream(
       for await (const m of messages) {
         busy = true;
         read += 1;
-        await onEvent({ subject: m.subject, seq: m.seq, data: m.data });
+        const applied = onEvent({ subject: m.subject, seq: m.seq, data: m.data });
+        if (applied) await applied;
         busy = false;
         // Caught up with the stream: the end of what it holds (pending counts what is left).
         if (m.info.pending === 0) break;

@@ -54,20 +54,24 @@ async function rebuildThreads(
   };
   const progress = createProgress(err, "replay");
   let skipped = 0;
-  // Events are applied a read batch at a time, each thread's as one transition.
+  // Events are applied a read batch at a time, each thread's as one transition; the progress
+  // counts them then too. Only a full batch makes the read wait (no promise per event).
   let pending = new Map<string, ChatEvent[]>();
   let held = 0;
+  let read = 0;
   const flush = async () => {
     const batch = pending;
     pending = new Map();
     held = 0;
     for (const [thread, events] of batch) await replayOf(thread).applyAll(events);
+    progress.tick(read);
+    read = 0;
   };
-  const add = async (thread: string, event: ChatEvent) => {
+  const add = (thread: string, event: ChatEvent): Promise<void> | undefined => {
     const events = pending.get(thread);
     if (events) events.push(event);
     else pending.set(thread, [event]);
-    if (++held >= APPLY_BATCH) await flush();
+    return ++held >= APPLY_BATCH ? flush() : undefined;
   };
 
   if (args.thread === undefined) {
@@ -76,11 +80,12 @@ async function rebuildThreads(
       names.chatStream,
       undefined,
       (n) => progress.total(n),
-      async (raw) => {
+      (raw) => {
+        read += 1;
         const parsed = parseChatEvent(names, raw);
-        if (parsed) await add(parsed.thread, parsed.event);
-        else skipped += 1;
-        progress.tick();
+        if (parsed) return add(parsed.thread, parsed.event);
+        skipped += 1;
+        return undefined;
       },
     );
     await flush();
@@ -111,10 +116,10 @@ async function rebuildThreads(
         while (next < deletions.length && (deletions[next] as ChatEvent).seq < raw.seq) {
           await add(thread, deletions[next++] as ChatEvent);
         }
+        read += 1;
         const parsed = parseChatEvent(names, raw);
         if (parsed) await add(thread, parsed.event);
         else skipped += 1;
-        progress.tick();
       },
     );
     while (next < deletions.length) await add(thread, deletions[next++] as ChatEvent);
