@@ -2,8 +2,13 @@
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: false });
 
+/** A character outside ASCII (no `g` flag: the RegExp keeps no state between tests). */
+// eslint-disable-next-line no-control-regex -- the range is every ASCII character, \x00 included
+export const NON_ASCII = /[^\x00-\x7f]/;
+
 /** UTF-8 byte length of a string, without allocating for ASCII-only text. */
 export function utf8Bytes(text: string): number {
+  if (!NON_ASCII.test(text)) return text.length;
   let bytes = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);

@@ -12,6 +12,8 @@ import {
   type ThreadState,
 } from "../shared/thread.ts";
 import { mostDuePair, runBatch, toLine, type Line } from "../shared/batch.ts";
+import { utf8Bytes } from "../shared/bytes.ts";
+import { estimateTextTokens } from "../shared/tokens.ts";
 import { jobFor } from "../shared/context.ts";
 import type { NodeRef } from "../shared/names.ts";
 import type { BuiltNode } from "../shared/nodes.ts";
@@ -198,6 +200,43 @@ describe("merge batch", () => {
           expect(ours.lines.map((l) => [l.level, l.index])).toEqual(
             scan.lines.map((l) => [l.level, l.index]),
           );
+        },
+      ),
+      { numRuns: runs * 10 },
+    );
+  });
+});
+
+describe("text measures (ASCII fast paths)", () => {
+  it("utf8Bytes is the UTF-8 length, estimateTextTokens the per-character rule", () => {
+    // Texts without surrogates: one UTF-16 unit a character.
+    const reference = (text: string): number => {
+      let quarter = 0;
+      for (const ch of text) {
+        const c = ch.charCodeAt(0);
+        if (c < 0x80) quarter += 1;
+        else if (
+          (c >= 0x3000 && c <= 0x9fff) ||
+          (c >= 0xac00 && c <= 0xd7af) ||
+          (c >= 0xf900 && c <= 0xfaff)
+        )
+          quarter += 4;
+        else if (c >= 0x2600 && c <= 0x27bf) quarter += 6;
+        else quarter += 2;
+      }
+      return Math.ceil(quarter / 4);
+    };
+    const encoder = new TextEncoder();
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string({ unit: "binary-ascii", maxLength: 600 }),
+          fc.string({ unit: "grapheme", maxLength: 200 }),
+          fc.string({ unit: "binary", maxLength: 200 }),
+        ),
+        (text) => {
+          expect(utf8Bytes(text)).toBe(encoder.encode(text).length);
+          if (!/[\ud800-\udfff]/.test(text)) expect(estimateTextTokens(text)).toBe(reference(text));
         },
       ),
       { numRuns: runs * 10 },
