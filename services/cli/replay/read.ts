@@ -1,6 +1,5 @@
 import { DeliverPolicy, type JetStreamClient } from "@nats-io/jetstream";
 import { threadDeletedSchema } from "../../../shared/events.ts";
-import { nodeKey } from "../../../shared/names.ts";
 import type { InfraNames } from "../../config/names.ts";
 import { subjects, type Subjects } from "../../nats/subjects.ts";
 import type { ChatEvent } from "./rebuild.ts";
@@ -117,8 +116,29 @@ export function parseChatEvent(
   return { thread: where.thread, event: { kind: "deleted", at: parsed.data.at, seq: raw.seq } };
 }
 
-/** HISTORY texts per thread, by `level:index`; the last event of a subject wins. */
-export type HistoryTexts = Map<string, Map<string, string>>;
+/** The node texts of one thread, by level then index (numbers: no key string per lookup). */
+export class NodeTextMap {
+  private readonly levels: Map<number, string>[] = [];
+  private count = 0;
+
+  get(level: number, index: number): string | undefined {
+    return this.levels[level]?.get(index);
+  }
+
+  set(level: number, index: number, text: string): void {
+    let nodes = this.levels[level];
+    if (!nodes) this.levels[level] = nodes = new Map<number, string>();
+    if (!nodes.has(index)) this.count += 1;
+    nodes.set(index, text);
+  }
+
+  get size(): number {
+    return this.count;
+  }
+}
+
+/** HISTORY texts per thread; the last event of a subject wins. */
+export type HistoryTexts = Map<string, NodeTextMap>;
 
 /** Reads the nodes of one thread (`history.<t>.>`) or of all threads into memory. */
 export async function readHistory(
@@ -144,8 +164,8 @@ export async function readHistory(
       return;
     }
     let nodes = texts.get(where.thread);
-    if (!nodes) texts.set(where.thread, (nodes = new Map<string, string>()));
-    nodes.set(nodeKey(where.level, where.index), node.text);
+    if (!nodes) texts.set(where.thread, (nodes = new NodeTextMap()));
+    nodes.set(where.level, where.index, node.text);
   });
   return { texts, invalid };
 }

@@ -1,8 +1,8 @@
 import type { Message } from "../../../shared/events.ts";
 import type { SummaryJob } from "../../../shared/jobs.ts";
-import { nodeKey } from "../../../shared/names.ts";
 import { jobFor } from "../../../shared/context.ts";
 import type { CoreSettings } from "../../../shared/settings.ts";
+import type { NodeTextMap } from "./read.ts";
 import { answerByRef, type NodeTexts } from "../../../shared/replay.ts";
 import {
   appendAll,
@@ -43,8 +43,8 @@ export class ThreadReplay {
   constructor(
     thread: string,
     settings: CoreSettings,
-    /** HISTORY texts by `level:index`; nodes built by --resummarize are added to it. */
-    private readonly texts: Map<string, string>,
+    /** HISTORY texts; nodes built by --resummarize are added to it. */
+    private readonly texts: NodeTextMap,
     private readonly resummarize?: Resummarize,
   ) {
     this.s = initialThreadState(thread, settings);
@@ -63,7 +63,7 @@ export class ThreadReplay {
    * built only when its node is missing: a stored text does not depend on it.
    */
   private readonly fromHistory: NodeTexts = (ref, s) => {
-    const text = this.texts.get(nodeKey(ref.level, ref.index));
+    const text = this.texts.get(ref.level, ref.index);
     if (text === undefined) throw new MissingNodeError(jobFor(s, ref));
     return text;
   };
@@ -122,7 +122,7 @@ export class ThreadReplay {
       } catch (err) {
         if (!(err instanceof MissingNodeError) || !this.resummarize) throw err;
         const text = await this.resummarize(err.job);
-        this.texts.set(nodeKey(err.job.level, err.job.index), text);
+        this.texts.set(err.job.level, err.job.index, text);
       }
     }
   }

@@ -10,7 +10,7 @@ import { createSummarizer } from "../../summarizer/index.ts";
 import { parseReplayArgs, REPLAY_USAGE, UsageError, type ReplayArgs } from "./args.ts";
 import { compareSnapshots, formatDifference } from "./compare.ts";
 import { createProgress, type ProgressOutput } from "./progress.ts";
-import { parseChatEvent, readHistory, readStream } from "./read.ts";
+import { NodeTextMap, parseChatEvent, readHistory, readStream } from "./read.ts";
 import { ThreadReplay, type ChatEvent, type Resummarize } from "./rebuild.ts";
 import { createResummarizer } from "./resummarize.ts";
 import { natsUrlOf } from "../../config/nats-url.ts";
@@ -247,7 +247,7 @@ async function replay(session: Session, deps: ReplayDeps): Promise<number> {
   }
   const built = await rebuildThreads(session, (thread) => {
     let texts = history.texts.get(thread);
-    if (!texts) history.texts.set(thread, (texts = new Map<string, string>()));
+    if (!texts) history.texts.set(thread, (texts = new NodeTextMap()));
     const r = new ThreadReplay(thread, config.settings, texts, resummarize);
     threads.set(thread, r);
     return r;
