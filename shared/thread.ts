@@ -155,7 +155,10 @@ export function outlineIndexOf(outline: readonly Line[], position: number): numb
 export function findBuilt(state: ThreadState, ref: NodeRef): BuiltNode | undefined {
   const stored = getNode(state.nodes, ref.level, ref.index);
   if (stored) return stored;
-  const line = state.outline[outlineIndexOf(state.outline, nodeId(ref))];
+  const id = nodeId(ref);
+  // The outline covers [0, boundary): a node starting later is not in it (no search).
+  if (id >= state.boundary) return undefined;
+  const line = state.outline[outlineIndexOf(state.outline, id)];
   return line && sameRef(line, ref) ? line : undefined;
 }
 
@@ -247,7 +250,7 @@ function store(s: ThreadState, node: BuiltNode, free?: OutboxNode): void {
       return;
     }
     stats(s).freeMerges += 1;
-    current = { ...parent, text: free, until: right.until };
+    current = { level: parent.level, index: parent.index, text: free, until: right.until };
     (s.outbox = writable(s.outbox)).push(current);
   }
 }
@@ -515,7 +518,7 @@ function applyBuilt(s: ThreadState, ref: NodeRef, text: string): void {
       );
     until = right.until;
   }
-  store(s, { ...ref, text: bounded, until });
+  store(s, { level: ref.level, index: ref.index, text: bounded, until });
   settle(s);
 }
 
