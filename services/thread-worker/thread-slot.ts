@@ -315,7 +315,12 @@ export class ThreadSlot {
   }
 
   #end(end: SlotEnd): void {
-    if (this.#ended) return;
+    if (this.#ended) {
+      // A save that failed after the end puts its events back: count them given up too.
+      this.#ctx.deliveries.released(this.#unacked.length);
+      this.#unacked = [];
+      return;
+    }
     this.#ended = end;
     // Events given up unacknowledged come back to a worker after the ack wait.
     const dropped = this.#unacked.length + this.#queue.filter((i) => i.kind === "chat").length;
@@ -493,13 +498,14 @@ export class ThreadSlot {
     const steps: Step[] = [];
     const deleted = this.#state().deleted;
     let cursor = this.#seen;
+    // Acknowledged by the save that stores their effect (or at once if they have none); listed
+    // first so a slot that stops in the middle of the burst knows what it gives up.
+    for (const item of items) if (item.kind === "chat") this.#unacked.push(item.msg);
     for (const item of items) {
       if (item.kind !== "chat") {
         steps.push(item);
         continue;
       }
-      // Acknowledged by the save that stores its effect (or at once if it has none).
-      this.#unacked.push(item.msg);
       // Any delivered event may follow a gap, not only the burst's first: a redelivery followed
       // by a newer event, or events of this thread delivered to another worker. The gap is read
       // from CHAT and applied first, so the thread's events apply in stream order and none is
@@ -843,21 +849,27 @@ export class ThreadSlot {
       this.#actor as Actor<ThreadMachine>
     ).getPersistedSnapshot() as unknown as PersistedActor;
     const record = toPersisted(this.thread, this.#seen, this.#erasing, snapshot);
-    this.#actorRevision = await this.#retry(
-      "save actor state",
-      () =>
-        saveRecord(
-          this.#ctx.kv.actors,
-          buckets.names.actors,
-          record,
-          this.#actorRevision,
-          this.#ctx.maxPayload(),
-        ),
-      (err) => err instanceof ActorStateError,
-    );
+    try {
+      this.#actorRevision = await this.#retry(
+        "save actor state",
+        () =>
+          saveRecord(
+            this.#ctx.kv.actors,
+            buckets.names.actors,
+            record,
+            this.#actorRevision,
+            this.#ctx.maxPayload(),
+          ),
+        (err) => err instanceof ActorStateError,
+      );
+      this.#checkAlive();
+    } catch (err) {
+      // Not acknowledged: still this slot's to give up when it ends.
+      this.#unacked = acks.concat(this.#unacked);
+      throw err;
+    }
     this.#dirty = false;
     this.#ctx.metrics.add(M.stateSaves);
-    this.#checkAlive();
     this.#ack(acks);
     if (BusyIndex.isBusy(this.#state()) !== this.#busyListed) await this.#syncBusy();
     // The outline of what was just stored: written now unless one was written very recently.
