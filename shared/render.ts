@@ -9,7 +9,9 @@ export function renderLine(node: NodeRef, text: string): string {
 
 /** Bytes a line adds to the outline: its rendering plus the newline. */
 export function lineBytes(node: NodeRef, text: string): number {
-  return utf8Bytes(renderLine(node, text)) + 1;
+  // `id+n|` is ASCII; the text is measured as it is, folded only when it has a line break.
+  const head = String(nodeId(node)).length + String(nodeSize(node)).length + 2;
+  return head + utf8Bytes(foldNewlines(text)) + 1;
 }
 
 /** A message as its leaf's source: `from → to: text`, newlines as spaces. */

@@ -13,6 +13,7 @@ import {
 } from "../shared/thread.ts";
 import { mostDuePair, runBatch, toLine, type Line } from "../shared/batch.ts";
 import { utf8Bytes } from "../shared/bytes.ts";
+import { lineBytes, renderLine } from "../shared/render.ts";
 import { estimateTextTokens } from "../shared/tokens.ts";
 import { jobFor } from "../shared/context.ts";
 import type { NodeRef } from "../shared/names.ts";
@@ -208,7 +209,7 @@ describe("merge batch", () => {
 });
 
 describe("text measures (ASCII fast paths)", () => {
-  it("utf8Bytes is the UTF-8 length, estimateTextTokens the per-character rule", () => {
+  it("utf8Bytes and lineBytes are UTF-8 lengths, estimateTextTokens the per-character rule", () => {
     // Texts without surrogates: one UTF-16 unit a character.
     const reference = (text: string): number => {
       let quarter = 0;
@@ -236,6 +237,8 @@ describe("text measures (ASCII fast paths)", () => {
         ),
         (text) => {
           expect(utf8Bytes(text)).toBe(encoder.encode(text).length);
+          const node = { level: text.length % 5, index: text.length * 37 };
+          expect(lineBytes(node, text)).toBe(encoder.encode(renderLine(node, text)).length + 1);
           if (!/[\ud800-\udfff]/.test(text)) expect(estimateTextTokens(text)).toBe(reference(text));
         },
       ),
