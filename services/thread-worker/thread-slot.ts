@@ -58,14 +58,6 @@ function isTailComplete(core: ThreadState): boolean {
   return core.complete && core.boundary === 0 && !core.deleted;
 }
 
-function findInTail(core: ThreadState, id: string): ThreadState["tail"][number] | undefined {
-  for (let i = core.tail.length - 1; i >= 0; i--) {
-    const entry = core.tail[i];
-    if (entry?.message.id === id) return entry;
-  }
-  return undefined;
-}
-
 /** Which slot hosts an actor: the machine's effects reach their slot through it. */
 const slotOfActor = new WeakMap<object, ThreadSlot>();
 let hosted: ThreadMachine | undefined;
@@ -119,10 +111,11 @@ export class ThreadSlot {
   #lastActivity = Date.now();
 
   /**
-   * Messages applied while the tail held all of the thread (checked there, not claimed in the id
-   * index); claimed all at once when the first cut takes messages out of the tail.
+   * While the tail holds all of the thread: its message ids (id → CHAT sequence), checked here
+   * in O(1) instead of in the id index, and claimed there all at once when the first cut takes
+   * messages out of the tail.
    */
-  #unclaimed: { id: string; seq: number }[] = [];
+  #unclaimed = new Map<string, number>();
   /** Highest CHAT sequence handled; persisted with the state. */
   #seen = 0;
   /**
@@ -449,7 +442,7 @@ export class ThreadSlot {
     const core = this.#state();
     if (isTailComplete(core)) {
       // Saved while the tail held the whole thread: its ids may not be in the index yet.
-      this.#unclaimed = core.tail.map((entry) => ({ id: entry.message.id, seq: entry.seq }));
+      for (const entry of core.tail) this.#unclaimed.set(entry.message.id, entry.seq);
     }
     this.#send({ type: "jobs.resume" });
     await this.#publishOutbox();
@@ -560,7 +553,7 @@ export class ThreadSlot {
     if (erased) await this.#erase();
     else if (chatSeen && this.#state().deleted) await this.#purgeChat();
     if (this.#state().outbox.length > 0) await this.#publishOutbox();
-    if (this.#unclaimed.length > 0) await this.#claimUnclaimed();
+    if (this.#unclaimed.size > 0) await this.#claimUnclaimed();
     this.#checkAlive();
     // Chat events are acknowledged only once the state that includes them is stored. A burst of
     // summaries alone has nothing to acknowledge and is saved a little later, coalesced: after
@@ -664,12 +657,12 @@ export class ThreadSlot {
       firstSeqOf.set(id, step.seq);
       const seq = step.seq;
       if (tailComplete) {
-        const earlier = findInTail(core, id);
-        if (earlier) {
-          claims.set(seq, { type: "duplicate", firstSeq: earlier.seq });
+        const earlier = this.#unclaimed.get(id);
+        if (earlier !== undefined) {
+          claims.set(seq, { type: "duplicate", firstSeq: earlier });
         } else {
           claims.set(seq, { type: "new" });
-          this.#unclaimed.push({ id, seq });
+          this.#unclaimed.set(id, seq);
         }
         continue;
       }
@@ -691,16 +684,16 @@ export class ThreadSlot {
    * and before a state without them in the tail is saved.
    */
   async #claimUnclaimed(): Promise<void> {
-    if (this.#unclaimed.length === 0) return;
+    if (this.#unclaimed.size === 0) return;
     const core = this.#state();
     if (core.deleted) {
-      this.#unclaimed = [];
+      this.#unclaimed.clear();
       return;
     }
     if (isTailComplete(core)) return;
-    const unclaimed = this.#unclaimed;
+    const unclaimed = [...this.#unclaimed];
     await Promise.all(
-      unclaimed.map(({ id, seq }) =>
+      unclaimed.map(([id, seq]) =>
         this.#retry("record the message id", () =>
           claimMessageId(this.#ctx.kv.ids, this.thread, id, seq),
         ).then((claim) => {
@@ -714,7 +707,7 @@ export class ThreadSlot {
         }),
       ),
     );
-    this.#unclaimed = this.#unclaimed.slice(unclaimed.length);
+    for (const [id] of unclaimed) this.#unclaimed.delete(id);
   }
 
   // Synchronous unless it has a write or a read to wait for (most events): no promise per event.
@@ -839,7 +832,7 @@ export class ThreadSlot {
   /** Writes the actor state, fenced on its revision; retried in place until it is stored. */
   async #save(): Promise<void> {
     const { buckets } = this.#ctx;
-    if (this.#unclaimed.length > 0) await this.#claimUnclaimed();
+    if (this.#unclaimed.size > 0) await this.#claimUnclaimed();
     // The events applied so far are in the state written below: acknowledged once it is stored.
     const acks = this.#unacked;
     const hadChat = this.#unsavedSince !== undefined;
