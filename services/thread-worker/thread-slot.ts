@@ -415,7 +415,11 @@ export class ThreadSlot {
       this.#ctx.metrics.add(M.rehydrations);
     }
     this.#actorRevision = entry?.revision ?? 0;
-    const shown = await this.#retry("read snapshot", () => buckets.snapshots.get(this.thread));
+    // A thread never stored has no snapshot of ours either: its first write creates the key (a
+    // snapshot someone else wrote is met by the writer's fence, snapshot-writer.ts).
+    const shown = entry
+      ? await this.#retry("read snapshot", () => buckets.snapshots.get(this.thread))
+      : null;
     this.#snapshotRevision = shown?.revision ?? 0;
     this.#checkAlive();
     this.#actor = createActor(hostedMachine(), {
