@@ -1,7 +1,7 @@
 import { runBatch, toLine, type Line } from "./batch.ts";
 import type { ContextLine, SummaryJob } from "./jobs.ts";
 import { nodeId, nodeLast, nodeSize, type NodeRef } from "./names.ts";
-import { getNode } from "./nodes.ts";
+import { getNode, type BuiltNode } from "./nodes.ts";
 import { findBuilt, tailEntry, type ThreadState } from "./thread.ts";
 import { InvariantError } from "./errors.ts";
 
@@ -28,22 +28,43 @@ function fit(
 }
 
 // Between cuts every job of a thread sees the same outline part, so it is merged once per outline
-// (the outline array is replaced at each cut): summarizer calls then share a cached prefix.
-const outlineParts = new WeakMap<readonly Line[], Line[]>();
+// (the outline array is replaced at each cut): summarizer calls then share a cached prefix. Its
+// context lines and the bytes before each line are kept with it.
+interface OutlinePart {
+  lines: Line[];
+  context: ContextLine[];
+  /** before[i]: the bytes of lines [0, i). */
+  before: number[];
+}
 
-function outlinePart(state: ThreadState, start: number, sizes: [number, number]): Line[] {
-  if (start >= state.boundary) {
-    const cached = outlineParts.get(state.outline);
-    if (cached) return cached;
-    const part = fit(state, state.outline, state.outlineBytes, state.boundary, sizes);
-    outlineParts.set(state.outline, part);
-    return part;
+const outlineParts = new WeakMap<readonly Line[], OutlinePart>();
+
+function mergedOutline(state: ThreadState, sizes: [number, number]): OutlinePart {
+  const cached = outlineParts.get(state.outline);
+  if (cached) return cached;
+  const lines = fit(state, state.outline, state.outlineBytes, state.boundary, sizes);
+  const before = [0];
+  for (const line of lines) before.push((before[before.length - 1] as number) + line.bytes);
+  const part = { lines, context: lines.map(contextLine), before };
+  outlineParts.set(state.outline, part);
+  return part;
+}
+
+/**
+ * How many of the merged outline's lines come before a node starting at `start`: all of them for
+ * a node in the tail; for a parent built eagerly inside the outline, those that end before it (a
+ * binary search: the lines are in order and do not overlap).
+ */
+function linesBefore(state: ThreadState, lines: readonly Line[], start: number): number {
+  if (start >= state.boundary) return lines.length;
+  let lo = 0;
+  let hi = lines.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (nodeLast(lines[mid] as Line) < start) lo = mid + 1;
+    else hi = mid;
   }
-  // A parent built eagerly inside the outline: the merged outline's lines that end before it.
-  const part = outlinePart(state, state.boundary, sizes);
-  let end = 0;
-  while (end < part.length && nodeLast(part[end] as Line) < start) end++;
-  return part.slice(0, end);
+  return lo;
 }
 
 /**
@@ -55,15 +76,18 @@ function tailCover(state: ThreadState, from: number, to: number): Line[] {
   const lines: Line[] = [];
   let p = from;
   while (p < to) {
-    let best: Line | undefined;
-    for (let level = 0; p % 2 ** level === 0 && p + 2 ** level <= to; level++) {
-      const node = getNode(state.nodes, level, p / 2 ** level);
-      if (node) best = toLine(node);
-      else if (level === 0) break;
+    let best: BuiltNode | undefined;
+    let size = 1;
+    for (let level = 0, n = 1; p % n === 0 && p + n <= to; level++, n *= 2) {
+      const node = getNode(state.nodes, level, p / n);
+      if (node) {
+        best = node;
+        size = n;
+      } else if (level === 0) break;
     }
     if (best) {
-      lines.push(best);
-      p += nodeSize(best);
+      lines.push(toLine(best));
+      p += size;
     } else p += 1;
   }
   return lines;
@@ -80,14 +104,33 @@ export function contextBefore(
   sizes = CONTEXT_BYTES,
 ): ContextLine[] {
   const start = nodeId(node);
-  const lines = [...outlinePart(state, start, sizes), ...tailCover(state, state.boundary, start)];
-  let bytes = 0;
-  for (const line of lines) bytes += line.bytes;
+  const part = mergedOutline(state, sizes);
+  const end = linesBefore(state, part.lines, start);
+  const tail = tailCover(state, state.boundary, start);
+  let tailBytes = 0;
+  for (const line of tail) tailBytes += line.bytes;
+  // The oldest go while the context is too big: outline lines first, then tail lines.
+  const outlineBytes = part.before[end] as number;
   let drop = 0;
-  while (bytes > sizes[1] && drop < lines.length) bytes -= (lines[drop++] as Line).bytes;
-  return lines
-    .slice(drop)
-    .map((line) => ({ id: nodeId(line), n: nodeSize(line), text: line.text }));
+  while (drop < end && outlineBytes - (part.before[drop] as number) + tailBytes > sizes[1]) drop++;
+  let bytes = outlineBytes - (part.before[drop] as number) + tailBytes;
+  let tailDrop = 0;
+  while (bytes > sizes[1] && tailDrop < tail.length) bytes -= (tail[tailDrop++] as Line).bytes;
+  const out = part.context.slice(drop, end);
+  for (let i = tailDrop; i < tail.length; i++) out.push(contextLine(tail[i] as Line));
+  return out;
+}
+
+// A line's context form, made once per line (lines are immutable; jobs only read their context).
+const contextLines = new WeakMap<Line, ContextLine>();
+
+function contextLine(line: Line): ContextLine {
+  let known = contextLines.get(line);
+  if (!known) {
+    known = { id: nodeId(line), n: nodeSize(line), text: line.text };
+    contextLines.set(line, known);
+  }
+  return known;
 }
 
 /** What the summarizer needs to build one node the thread asked for. */
