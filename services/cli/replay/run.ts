@@ -10,7 +10,7 @@ import { createSummarizer } from "../../summarizer/index.ts";
 import { parseReplayArgs, REPLAY_USAGE, UsageError, type ReplayArgs } from "./args.ts";
 import { compareSnapshots, formatDifference } from "./compare.ts";
 import { createProgress, type ProgressOutput } from "./progress.ts";
-import { NodeTextMap, parseChatEvent, readHistory, readStream } from "./read.ts";
+import { NodeTextMap, parseChatEvent, readHistory, readStream, type HistoryTexts } from "./read.ts";
 import { ThreadReplay, type ChatEvent, type Resummarize } from "./rebuild.ts";
 import { createResummarizer } from "./resummarize.ts";
 import { natsUrlOf } from "../../config/nats-url.ts";
@@ -37,10 +37,17 @@ interface Session {
 }
 
 /** CHAT events gathered before they are applied (a consumer's read batch). */
-const APPLY_BATCH = 1_000;
+const APPLY_BATCH = 5_000;
+/** CHAT events read ahead while HISTORY is still being read (nothing is applied before it is in). */
+const READ_AHEAD = 20_000;
 
+/**
+ * Reads CHAT and applies it, each thread's events of a batch as one transition, once `history`
+ * is in: CHAT is read meanwhile (up to READ_AHEAD events), so the two reads overlap.
+ */
 async function rebuildThreads(
   session: Session,
+  history: Promise<unknown>,
   makeReplay: (thread: string) => ThreadReplay,
 ): Promise<Map<string, ThreadReplay>> {
   const { args, config, js, err } = session;
@@ -59,7 +66,13 @@ async function rebuildThreads(
   let pending = new Map<string, ChatEvent[]>();
   let held = 0;
   let read = 0;
+  let historyIn = false;
+  history.then(
+    () => (historyIn = true),
+    () => undefined, // awaited in flush, which reports it
+  );
   const flush = async () => {
+    await history;
     const batch = pending;
     pending = new Map();
     held = 0;
@@ -71,7 +84,9 @@ async function rebuildThreads(
     const events = pending.get(thread);
     if (events) events.push(event);
     else pending.set(thread, [event]);
-    return ++held >= APPLY_BATCH ? flush() : undefined;
+    held += 1;
+    if (held < APPLY_BATCH || (!historyIn && held < READ_AHEAD)) return undefined;
+    return flush();
   };
 
   if (args.thread === undefined) {
@@ -105,7 +120,6 @@ async function rebuildThreads(
         progress.tick();
       },
     );
-    const replay = replayOf(thread);
     let next = 0;
     await readStream(
       js,
@@ -124,7 +138,8 @@ async function rebuildThreads(
     );
     while (next < deletions.length) await add(thread, deletions[next++] as ChatEvent);
     await flush();
-    if (replay.state.count === 0 && deletions.length === 0) {
+    // Made only now (by a flush or here): a thread's replay needs HISTORY in.
+    if (replayOf(thread).state.count === 0 && deletions.length === 0) {
       progress.done();
       throw new UsageError(
         `thread '${thread}' has no events in stream ${names.chatStream} (OUTLINE_CHAT_STREAM); check the thread id, or list threads with 'outline replay --all'`,
@@ -228,12 +243,18 @@ async function replay(session: Session, deps: ReplayDeps): Promise<number> {
       `--into ${args.into} is the live bucket (OUTLINE_KV_BUCKET); name another bucket, e.g. --into ${args.into}-rebuilt`,
     );
   }
-  const history = await readHistory(js, config.names, args.thread);
-  let nodes = 0;
-  for (const m of history.texts.values()) nodes += m.size;
-  out(
-    `HISTORY: ${nodes} nodes of ${history.texts.size} threads${history.invalid ? ` (${history.invalid} invalid events ignored)` : ""}`,
-  );
+  // HISTORY and CHAT are read at once; CHAT is applied once HISTORY is in.
+  let texts: HistoryTexts | undefined;
+  const history = readHistory(js, config.names, args.thread).then((read) => {
+    texts = read.texts;
+    let nodes = 0;
+    for (const m of texts.values()) nodes += m.size;
+    out(
+      `HISTORY: ${nodes} nodes of ${texts.size} threads${read.invalid ? ` (${read.invalid} invalid events ignored)` : ""}`,
+    );
+  });
+  // Its failure is reported where it is awaited (rebuildThreads); never left unhandled meanwhile.
+  history.catch(() => undefined);
   const threads = new Map<string, ThreadReplay>();
   let calls = () => 0;
   let resummarize: Resummarize | undefined;
@@ -245,10 +266,11 @@ async function replay(session: Session, deps: ReplayDeps): Promise<number> {
     calls = r.calls;
     resummarize = r.resummarize;
   }
-  const built = await rebuildThreads(session, (thread) => {
-    let texts = history.texts.get(thread);
-    if (!texts) history.texts.set(thread, (texts = new NodeTextMap()));
-    const r = new ThreadReplay(thread, config.settings, texts, resummarize);
+  const built = await rebuildThreads(session, history, (thread) => {
+    if (!texts) throw new Error(`internal: thread '${thread}' replayed before HISTORY was read`);
+    let nodes = texts.get(thread);
+    if (!nodes) texts.set(thread, (nodes = new NodeTextMap()));
+    const r = new ThreadReplay(thread, config.settings, nodes, resummarize);
     threads.set(thread, r);
     return r;
   });
