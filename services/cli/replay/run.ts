@@ -38,12 +38,15 @@ interface Session {
 
 /** CHAT events gathered before they are applied (a consumer's read batch). */
 const APPLY_BATCH = 5_000;
-/** CHAT events read ahead while HISTORY is still being read (nothing is applied before it is in). */
-const READ_AHEAD = 20_000;
+/**
+ * CHAT read ahead while HISTORY is still being read (nothing is applied before it is in): at
+ * most this many events and bytes of them.
+ */
+const READ_AHEAD = { events: 20_000, bytes: 64 * 2 ** 20 };
 
 /**
  * Reads CHAT and applies it, each thread's events of a batch as one transition, once `history`
- * is in: CHAT is read meanwhile (up to READ_AHEAD events), so the two reads overlap.
+ * is in: CHAT is read meanwhile (up to READ_AHEAD), so the two reads overlap.
  */
 async function rebuildThreads(
   session: Session,
@@ -65,6 +68,7 @@ async function rebuildThreads(
   // counts them then too. Only a full batch makes the read wait (no promise per event).
   let pending = new Map<string, ChatEvent[]>();
   let held = 0;
+  let heldBytes = 0;
   let read = 0;
   let historyIn = false;
   history.then(
@@ -76,16 +80,19 @@ async function rebuildThreads(
     const batch = pending;
     pending = new Map();
     held = 0;
+    heldBytes = 0;
     for (const [thread, events] of batch) await replayOf(thread).applyAll(events);
     progress.tick(read);
     read = 0;
   };
-  const add = (thread: string, event: ChatEvent): Promise<void> | undefined => {
+  const add = (thread: string, event: ChatEvent, bytes = 0): Promise<void> | undefined => {
     const events = pending.get(thread);
     if (events) events.push(event);
     else pending.set(thread, [event]);
     held += 1;
-    if (held < APPLY_BATCH || (!historyIn && held < READ_AHEAD)) return undefined;
+    heldBytes += bytes;
+    if (held < APPLY_BATCH) return undefined;
+    if (!historyIn && held < READ_AHEAD.events && heldBytes < READ_AHEAD.bytes) return undefined;
     return flush();
   };
 
@@ -98,7 +105,7 @@ async function rebuildThreads(
       (raw) => {
         read += 1;
         const parsed = parseChatEvent(names, raw);
-        if (parsed) return add(parsed.thread, parsed.event);
+        if (parsed) return add(parsed.thread, parsed.event, raw.data.length);
         skipped += 1;
         return undefined;
       },
@@ -132,7 +139,7 @@ async function rebuildThreads(
         }
         read += 1;
         const parsed = parseChatEvent(names, raw);
-        if (parsed) await add(thread, parsed.event);
+        if (parsed) await add(thread, parsed.event, raw.data.length);
         else skipped += 1;
       },
     );
