@@ -392,6 +392,24 @@ describe("thread worker throughput", () => {
     }
   });
 
+  it("a slot that fails drops what it was given: every other slot reads CHAT for its gap again", async () => {
+    const h = await setup();
+    const worker = await start(h);
+    for (let i = 0; i < 2; i++) await publishMessage(h, chatMessage("good", i));
+    await waitSettled(h, ["good"]);
+    expect(worker.metrics.get(M.gapReads)).toBe(0);
+    // A stored state that cannot be read: the thread's slot fails on its first event.
+    await worker.buckets.actors.put("broken", "not json");
+    await publishMessage(h, chatMessage("broken", 0), { record: false });
+    await waitFor("the broken thread's slot to fail", () => worker.metrics.get(M.threadErrors) > 0);
+    await publishMessage(h, chatMessage("other", 0));
+    await publishMessage(h, chatMessage("good", 2));
+    await waitFor("good's third message", async () => (await readSnapshot(h, "good"))?.count === 3);
+    expect(worker.metrics.get(M.gapReads)).toBeGreaterThan(0);
+    await waitSettled(h, ["good", "other"]);
+    await expectMatchesCore(h, ["good", "other"]);
+  });
+
   it("under a backlog one save stores many events, and no event is acknowledged before a stored state includes it", async () => {
     const h = await setup();
     const thread = "linger";
