@@ -415,7 +415,9 @@ describe("thread worker throughput", () => {
     const thread = "linger";
     // Published before the worker starts: it begins behind, with 300 events to catch up on.
     for (let i = 0; i < 300; i++) await publishMessage(h, chatMessage(thread, i));
-    const worker = await start(h, { saveLingerMs: 1_000 });
+    // At most 60 unacknowledged: each batch of deliveries waits for a save (1 s linger) before
+    // the next comes, so events sit applied and not yet stored while the test watches.
+    const worker = await start(h, { saveLingerMs: 1_000, maxAckPending: 60 });
     let checks = 0;
     await waitFor(
       "the backlog to be applied, saved and acknowledged",
@@ -439,6 +441,7 @@ describe("thread worker throughput", () => {
     expect(worker.metrics.get(M.events, { kind: "message" })).toBe(300);
     // Coalesced: far fewer state saves than events (each save stores many of them).
     expect(worker.metrics.get(M.stateSaves)).toBeLessThan(30);
+    expect(checks).toBeGreaterThan(10); // watched across several lingers
   });
 
   it("a thread whose tail still holds all of it checks ids there; its first cut records them all in the id index; a message id still applies once", async () => {
