@@ -17,17 +17,21 @@ describe("delivery ledger: when a slot may skip its gap read", () => {
     const joined = ledger.current;
     const a = ledger.observe(delivery(10, 1));
     const b = ledger.observe(delivery(11, 2));
-    const c = ledger.observe(delivery(15, 3));
+    const c = ledger.observe(delivery(12, 3));
     expect(a).toBe(b);
     expect(b).toBe(c);
     expect(a.start).toBe(10);
     // A slot created before the first delivery joined an older epoch: it reads CHAT once.
-    expect(provablyContiguous(delivery(15, 3), c, joined, 9)).toBe(false);
+    expect(provablyContiguous(delivery(12, 3), c, joined, 9)).toBe(false);
     // Joined to the epoch, with a cursor at or past its start: every event between was routed.
-    expect(provablyContiguous(delivery(15, 3), c, c, 11)).toBe(true);
-    expect(provablyContiguous(delivery(15, 3), c, c, 9)).toBe(true);
+    expect(provablyContiguous(delivery(12, 3), c, c, 11)).toBe(true);
+    expect(provablyContiguous(delivery(12, 3), c, c, 9)).toBe(true);
     // A cursor before the epoch's start: events before it may have gone to a dead worker.
-    expect(provablyContiguous(delivery(15, 3), c, c, 5)).toBe(false);
+    expect(provablyContiguous(delivery(12, 3), c, c, 5)).toBe(false);
+    // A stored event the consumer passed over (first deliveries 12 then 15): a new epoch.
+    const jumped = ledger.observe(delivery(15, 4));
+    expect(jumped).not.toBe(c);
+    expect(jumped.start).toBe(15);
   });
 
   it("a hole in the delivery sequence (another worker, a lost delivery) starts a new epoch", () => {

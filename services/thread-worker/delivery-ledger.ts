@@ -26,6 +26,8 @@ const BEHIND_WHEN_HELD = 100;
 export class DeliveryLedger {
   #epoch: DeliveryEpoch = { id: 0, start: undefined };
   #lastDelivery: number | undefined;
+  /** CHAT sequence of the last first delivery. */
+  #lastFirst: number | undefined;
   #pending = 0;
   /** Deliveries not yet acknowledged (or given up by a slot that ended). */
   #held = 0;
@@ -58,6 +60,13 @@ export class DeliveryLedger {
     const { deliverySequence, deliveryCount } = msg.info;
     if (this.#lastDelivery === undefined || deliverySequence !== this.#lastDelivery + 1) {
       this.#newEpoch();
+    }
+    // The consumer takes every event of the stream: first deliveries come one stream sequence
+    // apart. A stored event it passed over (purged, or skipped for any reason) starts a new
+    // epoch, so no slot counts on having been given it (the gap read finds it if it is there).
+    if (deliveryCount === 1) {
+      if (this.#lastFirst !== undefined && msg.seq !== this.#lastFirst + 1) this.#newEpoch();
+      this.#lastFirst = msg.seq;
     }
     this.#lastDelivery = deliverySequence;
     this.#pending = msg.info.pending;

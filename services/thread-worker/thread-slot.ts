@@ -508,7 +508,8 @@ export class ThreadSlot {
       // from CHAT and applied first, so the thread's events apply in stream order and none is
       // skipped by the sequence check below. It is not read when the ledger proves this slot was
       // given every event of the thread since `cursor` (they are in this burst or applied).
-      const contiguous = provablyContiguous(item.msg, item.epoch, this.#joined, cursor);
+      const contiguous =
+        this.#ctx.skipGapReads && provablyContiguous(item.msg, item.epoch, this.#joined, cursor);
       if (!deleted && item.msg.seq > cursor + 1) {
         if (contiguous) this.#ctx.metrics.add(M.gapReadsSkipped);
         else steps.push(...(await this.#readGap(cursor + 1, item.msg.seq)));
@@ -931,6 +932,10 @@ export class ThreadSlot {
         seq: this.#seen + 1,
       }),
     );
+    // A purge by subject and sequence can make the consumer pass over events of other threads
+    // not yet delivered (seen with nats-server 2.9): no slot may count on having been given
+    // every event any more, so each reads CHAT for its next gap.
+    this.#ctx.deliveries.interrupt();
   }
 
   // -------------------------------------------------------------------------------------------

@@ -30,6 +30,12 @@ export interface WorkerContext {
   busy: BusyIndex;
   /** Which deliveries this worker saw without a hole: lets a slot skip its gap read. */
   deliveries: DeliveryLedger;
+  /**
+   * Whether a slot may skip its gap read when the ledger proves contiguous deliveries. Off by
+   * default: with CHAT purges by subject (thread.deleted) the bad-input test lost events with it
+   * on (see docs/thread-worker.md).
+   */
+  skipGapReads: boolean;
   /** Starts slot loops together on the next turn (their requests share socket writes). */
   soon: Soon;
   settings: CoreSettings;

@@ -56,6 +56,11 @@ export interface ThreadWorkerOptions {
   maxAckPending?: number;
   /** Most events of one thread applied before one state write. */
   maxBurst?: number;
+  /**
+   * Skip a slot's CHAT gap read when this worker provably saw every delivery since the thread's
+   * cursor (DeliveryLedger). Off by default: see docs/thread-worker.md, known limits.
+   */
+  skipGapReads?: boolean;
   /** Whole messages a thread holds at most while summaries lag (backpressure); default 4,000. */
   backlogLimit?: number;
   jobTiming?: Partial<JobTiming>;
@@ -157,6 +162,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     },
     busy: new BusyIndex(buckets.busy, jsm, buckets.names.busy),
     deliveries: new DeliveryLedger(),
+    skipGapReads: options.skipGapReads ?? false,
     soon: new Soon(),
     settings: options.settings,
     summarizer: options.summarizer,
