@@ -8,6 +8,7 @@ import { toSnapshot } from "../../shared/snapshot.ts";
 import { findBuilt, type AppendOutcome, type ThreadState } from "../../shared/thread.ts";
 import { threadMachine, type ThreadMachine } from "../../machines/thread.ts";
 import { publishDeadLetter } from "../nats/dead-letter.ts";
+import { eraseSubject } from "../nats/erase.ts";
 import {
   ActorStateError,
   parsePersisted,
@@ -903,18 +904,22 @@ export class ThreadSlot {
     this.#snapshotTimer = undefined;
     this.#snapshotWanted = false;
     await this.#save();
+    const purge = this.#ctx.purgeBySubject;
     await this.#retry("erase the snapshot", () =>
-      jsm.streams.purge(kvStream(names.kvBucket), {
-        filter: kvSubject(names.kvBucket, this.thread),
+      eraseSubject(jsm, kvStream(names.kvBucket), kvSubject(names.kvBucket, this.thread), {
+        purge,
       }),
     );
     await this.#retry("erase the thread's summaries", () =>
-      jsm.streams.purge(names.historyStream, { filter: subjects.threadHistory(this.thread) }),
+      eraseSubject(jsm, names.historyStream, subjects.threadHistory(this.thread), { purge }),
     );
     await this.#retry("erase the message id index", () =>
-      jsm.streams.purge(kvStream(buckets.names.ids), {
-        filter: kvSubject(buckets.names.ids, `${this.thread}.>`),
-      }),
+      eraseSubject(
+        jsm,
+        kvStream(buckets.names.ids),
+        kvSubject(buckets.names.ids, `${this.thread}.>`),
+        { purge },
+      ),
     );
     await this.#purgeChat();
     this.#snapshotRevision = 0;
@@ -927,14 +932,13 @@ export class ThreadSlot {
   async #purgeChat(): Promise<void> {
     const { jsm, names, subjects } = this.#ctx;
     await this.#retry("erase the thread's chat events", () =>
-      jsm.streams.purge(names.chatStream, {
-        filter: subjects.threadChat(this.thread),
-        seq: this.#seen + 1,
+      eraseSubject(jsm, names.chatStream, subjects.threadChat(this.thread), {
+        below: this.#seen + 1,
+        purge: this.#ctx.purgeBySubject,
       }),
     );
-    // A purge by subject and sequence can make the consumer pass over events of other threads
-    // not yet delivered (seen with nats-server 2.9): no slot may count on having been given
-    // every event any more, so each reads CHAT for its next gap.
+    // Only a purge can move the consumer (see services/nats/erase.ts); deletes leave it where it
+    // was. Either way no slot counts on having been given every event until each reads CHAT once.
     this.#ctx.deliveries.interrupt();
   }
 

@@ -30,12 +30,13 @@ export interface WorkerContext {
   busy: BusyIndex;
   /** Which deliveries this worker saw without a hole: lets a slot skip its gap read. */
   deliveries: DeliveryLedger;
-  /**
-   * Whether a slot may skip its gap read when the ledger proves contiguous deliveries. Off by
-   * default: with CHAT purges by subject (thread.deleted) the bad-input test lost events with it
-   * on (see docs/thread-worker.md).
-   */
+  /** Whether a slot may skip its gap read when the ledger proves contiguous deliveries. */
   skipGapReads: boolean;
+  /**
+   * Whether erasing a thread may purge by subject: false on nats-server < 2.10, whose filtered
+   * purge moves the worker's consumer past other threads' events (services/nats/erase.ts).
+   */
+  purgeBySubject: boolean;
   /** Starts slot loops together on the next turn (their requests share socket writes). */
   soon: Soon;
   settings: CoreSettings;

@@ -14,6 +14,7 @@ import type { InspectionEvent } from "xstate";
 import type { CoreSettings } from "../../shared/settings.ts";
 import type { InfraNames } from "../config/names.ts";
 import { publishDeadLetter } from "../nats/dead-letter.ts";
+import { purgeBySubjectIsSafe } from "../nats/erase.ts";
 import { FastKv, KvWriter } from "../nats/kv-writer.ts";
 import { subjects } from "../nats/subjects.ts";
 import type { MeteredSummarizer } from "../summarizer/index.ts";
@@ -58,7 +59,8 @@ export interface ThreadWorkerOptions {
   maxBurst?: number;
   /**
    * Skip a slot's CHAT gap read when this worker provably saw every delivery since the thread's
-   * cursor (DeliveryLedger). Off by default: see docs/thread-worker.md, known limits.
+   * cursor (DeliveryLedger). On by default; false reads CHAT before every event that does not
+   * directly follow the thread's previous one.
    */
   skipGapReads?: boolean;
   /** Whole messages a thread holds at most while summaries lag (backpressure); default 4,000. */
@@ -162,7 +164,8 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     },
     busy: new BusyIndex(buckets.busy, jsm, buckets.names.busy),
     deliveries: new DeliveryLedger(),
-    skipGapReads: options.skipGapReads ?? false,
+    skipGapReads: options.skipGapReads ?? true,
+    purgeBySubject: purgeBySubjectIsSafe(nc.info?.version),
     soon: new Soon(),
     settings: options.settings,
     summarizer: options.summarizer,
