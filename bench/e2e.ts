@@ -1,18 +1,22 @@
-// Pipeline vs raw JetStream, side by side on one private nats-server. The limit: the same bytes
-// published to a plain stream and consumed with an ack each. Ours: the same messages published
-// to CHAT and counted done when every thread's KV snapshot reflects its last message (the thread
-// worker in this process, an instant summarizer so no model time is measured).
+// Pipeline vs raw JetStream, side by side on one private nats-server, each consumer in its own
+// process as in a deployment; the bench process plays the chat platform (it publishes) and, for
+// ours, watches the KV bucket to see when the work is done. The limit: the same bytes published
+// to a plain stream and consumed with an ack each by bench/support/raw-consumer.ts; the clock
+// runs from the first publish until that process has acked them all. Ours: the same messages
+// published to CHAT, consumed by the real thread worker (services/thread-worker/main.ts, default
+// names and settings, extractive summarizer: 30 messages a thread never make a summary due, so no
+// model time is measured), and counted done when every thread's KV snapshot reflects its last
+// message. Each consumer is started and ready before the clock starts, and stopped at the end.
 import { AckPolicy, jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { nanos } from "@nats-io/transport-node";
-import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
-import { DEFAULT_SETTINGS } from "../shared/settings.ts";
+import { NAME_VARIABLES, type InfraNames } from "../services/config/names.ts";
 import { subjects } from "../services/nats/subjects.ts";
-import { quietLogger } from "../services/thread-worker/log.ts";
 import { M } from "../services/thread-worker/metrics.ts";
-import { startThreadWorker } from "../services/thread-worker/worker.ts";
-import { InstantSummarizer } from "./support/instant.ts";
+import { workerMetricsSubject } from "../services/thread-worker/worker.ts";
+import { BenchChild, cpuSecondsOf } from "./support/child.ts";
 import { perSecond, publishAll, roundRobin } from "./support/load.ts";
 import { profiled } from "./support/profile.ts";
 import { startBenchServer, type BenchServer } from "./support/server.ts";
@@ -20,8 +24,42 @@ import { startBenchServer, type BenchServer } from "./support/server.ts";
 const THREADS = Number(process.env.BENCH_E2E_THREADS ?? 1_000);
 const MESSAGES = Number(process.env.BENCH_E2E_MESSAGES ?? 30_000);
 
+const RAW_CONSUMER = fileURLToPath(new URL("./support/raw-consumer.ts", import.meta.url));
+const WORKER = fileURLToPath(new URL("../services/thread-worker/main.ts", import.meta.url));
+
+/** CPU milliseconds used since `before` (seconds, from /proc); undefined when unreadable. */
+function cpuMsSince(pid: number | undefined, before: number | undefined): number | undefined {
+  const after = cpuSecondsOf(pid);
+  return before === undefined || after === undefined ? undefined : (after - before) * 1_000;
+}
+
+/**
+ * The environment for a child: ours without any setting of the project's own (HISTORY_*,
+ * OUTLINE_*, NATS_*), so the defaults apply, then the bench server's URL and names.
+ */
+function childEnv(server: BenchServer, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!/^(HISTORY_|OUTLINE_|NATS_)/.test(key)) env[key] = value;
+  }
+  env.NATS_URL = server.url;
+  for (const key of Object.keys(NAME_VARIABLES) as (keyof InfraNames)[]) {
+    env[NAME_VARIABLES[key]] = server.names[key];
+  }
+  return { ...env, ...extra };
+}
+
+interface Measured {
+  ms: number;
+  /** CPU in the bench process (publisher, and for ours the KV watcher). */
+  benchCpuMs: number;
+  /** CPU in the consumer's process (raw consumer or thread worker). */
+  childCpuMs: number | undefined;
+  serverCpuMs: number | undefined;
+}
+
 /** Publish + consume-with-ack of `messages` on a plain stream: what JetStream itself allows. */
-async function raw(server: BenchServer, round: number): Promise<{ ms: number; cpuMs: number }> {
+async function raw(server: BenchServer, round: number): Promise<Measured> {
   const nc = await server.connect(`raw${round}`);
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
@@ -32,160 +70,183 @@ async function raw(server: BenchServer, round: number): Promise<{ ms: number; cp
     storage: StorageType.File,
     duplicate_window: nanos(120_000),
   });
+  // The durable exists before its process starts (it only binds to it).
   await jsm.consumers.add("RAW", { durable_name: "raw", ack_policy: AckPolicy.Explicit });
-  const load = roundRobin(MESSAGES, THREADS, (t) => `raw.${t}.message.created`);
-  const consumer = await js.consumers.get("RAW", "raw");
-  const messages = await consumer.consume({ max_messages: 1_000 });
-  const serverCpuBefore = cpuSecondsOf(server.pid) ?? 0;
-  const cpuBefore = process.cpuUsage();
-  const started = performance.now();
-  const consumed = (async () => {
-    let n = 0;
-    for await (const m of messages) {
-      m.ack();
-      if (++n === MESSAGES) break;
-    }
-  })();
-  await publishAll(js, load);
-  await consumed;
-  await nc.flush();
-  const ms = performance.now() - started;
-  const cpu = process.cpuUsage(cpuBefore);
-  const cpuMs =
-    (cpu.user + cpu.system) / 1_000 + ((cpuSecondsOf(server.pid) ?? 0) - serverCpuBefore) * 1_000;
-  messages.stop();
-  await jsm.streams.delete("RAW");
-  return { ms, cpuMs };
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc; undefined elsewhere. */
-function cpuSecondsOf(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
+  const child = new BenchChild(
+    `raw consumer ${round}`,
+    RAW_CONSUMER,
+    childEnv(server, { RAW_STREAM: "RAW", RAW_DURABLE: "raw", RAW_COUNT: String(MESSAGES) }),
+  );
   try {
-    // Fields after the command name (which may hold spaces): utime and stime are 14th and 15th.
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return undefined;
+    const load = roundRobin(MESSAGES, THREADS, (t) => `raw.${t}.message.created`);
+    await child.waitFor((line) => line === "ready");
+    const done = child.waitFor((line) => line.startsWith("done "), 300_000);
+    done.catch(() => {}); // awaited below; a failure while publishing must not go unhandled
+    const serverCpuBefore = cpuSecondsOf(server.pid);
+    const childCpuBefore = child.cpuSeconds();
+    const cpuBefore = process.cpuUsage();
+    const started = performance.now();
+    await publishAll(js, load);
+    await done;
+    const ms = performance.now() - started;
+    const cpu = process.cpuUsage(cpuBefore);
+    return {
+      ms,
+      benchCpuMs: (cpu.user + cpu.system) / 1_000,
+      childCpuMs: cpuMsSince(child.pid, childCpuBefore),
+      serverCpuMs: cpuMsSince(server.pid, serverCpuBefore),
+    };
+  } finally {
+    await child.stop();
+    await jsm.streams.delete("RAW");
   }
 }
 
-/** The same load through the thread worker, done when every snapshot shows its last message. */
-async function ours(server: BenchServer): Promise<{
-  ms: number;
-  calls: number;
-  cpuMs: number;
-  serverCpuMs: number | undefined;
-  perMessage: string;
-}> {
-  const workerNc = await server.connect("worker");
-  const summarizer = new InstantSummarizer();
-  const worker = await startThreadWorker({
-    nc: workerNc,
-    names: server.names,
-    settings: DEFAULT_SETTINGS,
-    summarizer,
-    log: quietLogger,
-  });
-  const nc = await server.connect("publisher");
-  const js = jetstream(nc);
-  const kv = await new Kvm(js).open(server.names.kvBucket);
-  const s = subjects(server.names);
-  const load = roundRobin(MESSAGES, THREADS, (t) => s.messageCreated(t));
-
-  // Highest sequence each thread's snapshot reflects, as the bucket announces writes.
-  const shown = new Map<string, number>();
-  const watch = await kv.watch();
-  // Each thread's last sequence, known once publishing is done.
-  const target = new Map<string, number>();
-  let missing = THREADS;
-  let resolveDone: () => void = () => {};
-  const done = new Promise<void>((r) => (resolveDone = r));
-  const reached = (thread: string) => {
-    const want = target.get(thread);
-    return want !== undefined && (shown.get(thread) ?? 0) >= want;
-  };
-  const watching = (async () => {
-    for await (const e of watch) {
-      if (e.operation !== "PUT") continue;
-      const before = reached(e.key);
-      shown.set(e.key, Math.max(shown.get(e.key) ?? 0, e.json<{ seq: number }>().seq));
-      if (!before && reached(e.key) && --missing === 0) resolveDone();
-    }
-  })();
-
-  const serverCpuBefore = cpuSecondsOf(server.pid);
-  const cpuBefore = process.cpuUsage();
-  const started = performance.now();
-  await profiled(async () => {
-    const seqs = await publishAll(js, load);
-    for (const [i, m] of load.entries()) target.set(m.thread, seqs[i] as number);
-    missing = [...target.keys()].filter((t) => !reached(t)).length;
-    if (missing > 0) await done;
-  });
-  const ms = performance.now() - started;
-  const cpu = process.cpuUsage(cpuBefore);
-  const serverCpuAfter = cpuSecondsOf(server.pid);
-  watch.stop();
-  await watching;
-  const perMessage = (
-    [
-      ["gap reads", M.gapReads],
-      ["state saves", M.stateSaves],
-      ["snapshot writes", M.snapshotWrites],
-    ] as const
-  )
-    .map(([what, name]) => `${(worker.metrics.get(name) / MESSAGES).toFixed(2)} ${what}`)
-    .join(", ");
-  await worker.stop();
-  return {
-    perMessage,
-    ms,
-    calls: summarizer.calls,
-    cpuMs: (cpu.user + cpu.system) / 1_000,
-    serverCpuMs:
-      serverCpuBefore === undefined || serverCpuAfter === undefined
-        ? undefined
-        : (serverCpuAfter - serverCpuBefore) * 1_000,
-  };
+/** The sum of a Prometheus text's samples of `name` whose labels contain `having`. */
+function sampleSum(text: string, name: string, having = ""): number {
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(name) || (line[name.length] !== " " && line[name.length] !== "{"))
+      continue;
+    if (!line.includes(having)) continue;
+    sum += Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return sum;
 }
+
+/** The same load through the thread worker, done when every snapshot shows its last message. */
+async function ours(
+  server: BenchServer,
+): Promise<Measured & { calls: number; perMessage: string }> {
+  const worker = new BenchChild("thread worker", WORKER, childEnv(server));
+  try {
+    const nc = await server.connect("publisher");
+    const js = jetstream(nc);
+    const kv = await new Kvm(js).open(server.names.kvBucket);
+    const s = subjects(server.names);
+    const load = roundRobin(MESSAGES, THREADS, (t) => s.messageCreated(t));
+    // Its start line is written once its consumer pulls from CHAT.
+    await worker.waitFor((line) => line.includes(" consuming "));
+
+    // Highest sequence each thread's snapshot reflects, as the bucket announces writes.
+    const shown = new Map<string, number>();
+    const watch = await kv.watch();
+    // Each thread's last sequence, known once publishing is done.
+    const target = new Map<string, number>();
+    let missing = THREADS;
+    let resolveDone: () => void = () => {};
+    const done = new Promise<void>((r) => (resolveDone = r));
+    const reached = (thread: string) => {
+      const want = target.get(thread);
+      return want !== undefined && (shown.get(thread) ?? 0) >= want;
+    };
+    const watching = (async () => {
+      for await (const e of watch) {
+        if (e.operation !== "PUT") continue;
+        const before = reached(e.key);
+        shown.set(e.key, Math.max(shown.get(e.key) ?? 0, e.json<{ seq: number }>().seq));
+        if (!before && reached(e.key) && --missing === 0) resolveDone();
+      }
+    })();
+    // The worker dying mid-run must fail the bench, not leave it waiting.
+    const died = worker.exited.then(() => {
+      throw new Error(`the thread worker exited during the run:\n${worker.output()}`);
+    });
+    died.catch(() => {});
+
+    const serverCpuBefore = cpuSecondsOf(server.pid);
+    const workerCpuBefore = worker.cpuSeconds();
+    const cpuBefore = process.cpuUsage();
+    const started = performance.now();
+    await profiled(async () => {
+      const seqs = await publishAll(js, load);
+      for (const [i, m] of load.entries()) target.set(m.thread, seqs[i] as number);
+      missing = [...target.keys()].filter((t) => !reached(t)).length;
+      if (missing > 0) await Promise.race([done, died]);
+    });
+    const ms = performance.now() - started;
+    const cpu = process.cpuUsage(cpuBefore);
+    const serverCpuMs = cpuMsSince(server.pid, serverCpuBefore);
+    const childCpuMs = cpuMsSince(worker.pid, workerCpuBefore);
+    watch.stop();
+    await watching;
+    // The worker's own counters, as the prompt-builder's /metrics scrapes them.
+    const metrics = new TextDecoder().decode(
+      (await nc.request(workerMetricsSubject(server.names), "", { timeout: 5_000 })).data,
+    );
+    const perMessage = (
+      [
+        ["gap reads", M.gapReads],
+        ["state saves", M.stateSaves],
+        ["snapshot writes", M.snapshotWrites],
+      ] as const
+    )
+      .map(([what, name]) => `${(sampleSum(metrics, name) / MESSAGES).toFixed(2)} ${what}`)
+      .join(", ");
+    return {
+      ms,
+      // Summary jobs that went to the summarizer (not rebuilt from HISTORY or free).
+      calls: sampleSum(metrics, M.summaries, 'source="model"'),
+      perMessage,
+      benchCpuMs: (cpu.user + cpu.system) / 1_000,
+      childCpuMs,
+      serverCpuMs,
+    };
+  } finally {
+    await worker.stop();
+  }
+}
+
+const cpuS = (ms: number | undefined) => (ms === undefined ? "?" : (ms / 1000).toFixed(1));
 
 export async function run(): Promise<Record<string, number>> {
   const server = await startBenchServer("e2e");
   try {
     // Raw before and after ours, averaged: the machine is shared, so its load drifts.
     const rawBefore = await raw(server, 1);
-    const { ms, calls, cpuMs, serverCpuMs, perMessage } = await ours(server);
+    const our = await ours(server);
     const rawAfter = await raw(server, 2);
+    const mean = (a: number | undefined, b: number | undefined) =>
+      a === undefined || b === undefined ? undefined : (a + b) / 2;
     const rawMs = (rawBefore.ms + rawAfter.ms) / 2;
-    const rawCpuMs = (rawBefore.cpuMs + rawAfter.cpuMs) / 2;
+    const rawBenchCpuMs = (rawBefore.benchCpuMs + rawAfter.benchCpuMs) / 2;
+    const rawChildCpuMs = mean(rawBefore.childCpuMs, rawAfter.childCpuMs);
+    const rawServerCpuMs = mean(rawBefore.serverCpuMs, rawAfter.serverCpuMs);
     const rawRate = perSecond(MESSAGES, rawMs);
-    const ourRate = perSecond(MESSAGES, ms);
+    const ourRate = perSecond(MESSAGES, our.ms);
     const ratio = Number((ourRate / rawRate).toFixed(3));
     console.log(
       `  ${MESSAGES} messages over ${THREADS} threads: raw JetStream ${rawRate} msg/s (${(rawMs / 1000).toFixed(1)} s), ` +
-        `ours ${ourRate} msg/s (${(ms / 1000).toFixed(1)} s), ratio ${ratio} (target ≥ 0.5); ${calls} summarizer calls`,
+        `ours ${ourRate} msg/s (${(our.ms / 1000).toFixed(1)} s), ratio ${ratio} (target ≥ 0.5); ${our.calls} summarizer calls`,
     );
-    // Both share the machine's cores (and other work on it): CPU time is the steadier figure.
+    // All share the machine's cores (and other work on it): CPU time is the steadier figure.
     console.log(
-      `  raw used ${(rawCpuMs / 1000).toFixed(1)} CPU s (client and nats-server together)`,
+      `  raw used ${cpuS(rawBenchCpuMs)} CPU s in this process (publisher), ` +
+        `${cpuS(rawChildCpuMs)} CPU s in the consumer process and ${cpuS(rawServerCpuMs)} CPU s in nats-server`,
     );
     console.log(
-      `  ours used ${(cpuMs / 1000).toFixed(1)} CPU s in this process (workers, publisher, watcher)` +
-        (serverCpuMs === undefined
-          ? ""
-          : ` and ${(serverCpuMs / 1000).toFixed(1)} CPU s in nats-server`) +
-        `; per message: ${perMessage}`,
+      `  ours used ${cpuS(our.benchCpuMs)} CPU s in this process (publisher, KV watcher), ` +
+        `${cpuS(our.childCpuMs)} CPU s in the thread worker process and ${cpuS(our.serverCpuMs)} CPU s in nats-server` +
+        `; per message: ${our.perMessage}`,
     );
-    return {
+    const figures: Record<string, number> = {
       "e2e.messages": MESSAGES,
       "e2e.threads": THREADS,
       "e2e.raw_msgs_per_sec": rawRate,
       "e2e.ours_msgs_per_sec": ourRate,
       "e2e.ratio": ratio,
-      "e2e.summarizer_calls": calls,
+      "e2e.summarizer_calls": our.calls,
+      "e2e.raw_bench_cpu_ms": Math.round(rawBenchCpuMs),
+      "e2e.ours_bench_cpu_ms": Math.round(our.benchCpuMs),
     };
+    const optional: [string, number | undefined][] = [
+      ["e2e.raw_consumer_cpu_ms", rawChildCpuMs],
+      ["e2e.raw_server_cpu_ms", rawServerCpuMs],
+      ["e2e.ours_worker_cpu_ms", our.childCpuMs],
+      ["e2e.ours_server_cpu_ms", our.serverCpuMs],
+    ];
+    for (const [key, value] of optional) if (value !== undefined) figures[key] = Math.round(value);
+    return figures;
   } finally {
     await server.stop();
   }
