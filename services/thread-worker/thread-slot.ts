@@ -892,8 +892,8 @@ export class ThreadSlot {
 
   /**
    * thread.deleted: the tombstone (deleted, `erasing`) is saved first so a crash finishes the
-   * job on restart; summaries in flight are stopped so none lands after the purge; then the
-   * snapshot, HISTORY, the id index and CHAT up to the delete are purged.
+   * job on restart; summaries in flight are stopped so none lands after the purge; then
+   * CHAT up to the delete, HISTORY, the id index and the snapshot are erased, in that order.
    */
   async #erase(): Promise<void> {
     const { jsm, names, subjects, buckets } = this.#ctx;
@@ -904,12 +904,11 @@ export class ThreadSlot {
     this.#snapshotTimer = undefined;
     this.#snapshotWanted = false;
     await this.#save();
+    // CHAT first and the snapshot last: the API answers 404 once a thread has neither, so while
+    // the erase runs (one delete per message on servers before 2.10) it can fail a request for
+    // the thread, but never serve its messages as a thread without a snapshot.
+    await this.#purgeChat();
     const purge = this.#ctx.purgeBySubject;
-    await this.#retry("erase the snapshot", () =>
-      eraseSubject(jsm, kvStream(names.kvBucket), kvSubject(names.kvBucket, this.thread), {
-        purge,
-      }),
-    );
     await this.#retry("erase the thread's summaries", () =>
       eraseSubject(jsm, names.historyStream, subjects.threadHistory(this.thread), { purge }),
     );
@@ -921,7 +920,11 @@ export class ThreadSlot {
         { purge },
       ),
     );
-    await this.#purgeChat();
+    await this.#retry("erase the snapshot", () =>
+      eraseSubject(jsm, kvStream(names.kvBucket), kvSubject(names.kvBucket, this.thread), {
+        purge,
+      }),
+    );
     this.#snapshotRevision = 0;
     this.#erasing = false;
     this.#erasedAt = undefined;
