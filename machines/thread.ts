@@ -54,6 +54,100 @@ export interface SnapshotChange {
  * them with `.provide({ actions })`. Summaries come back as events keyed by (level, index), so a
  * persisted snapshot holds no in-flight promise and no timer.
  */
+type Effect =
+  | { type: "requestSummary"; params: { job: SummaryJob } }
+  | { type: "snapshotChanged"; params: SnapshotChange }
+  | {
+      type: "skipped";
+      params: {
+        thread: string;
+        outcome: Exclude<AppendOutcome, { type: "applied" }>;
+        messageId: string;
+        seq: number;
+      };
+    };
+
+/** What a routed event does: the core after it, and its effects in the order they run. */
+interface Step {
+  core: ThreadState;
+  effects: Effect[];
+}
+
+type RoutedEvent = Exclude<ThreadEvent, { type: "thread.deleted" } | { type: "outbox.published" }>;
+
+/** The state that says what the actor is doing now, most pressing first. */
+type Activity = "merging" | "cutting" | "summarizing" | "idle";
+
+function activityOf(core: ThreadState): Activity {
+  if (core.batch !== null) return "merging";
+  if (core.cuts.length > 0) return "cutting";
+  if (core.inflight.length > 0 || core.wanted.length > 0) return "summarizing";
+  return "idle";
+}
+
+/** Hands out jobs up to the concurrency limit, each as a requestSummary effect. */
+function dispatch(core: ThreadState, effects: Effect[]): ThreadState {
+  const { state, started } = takeJobs(core);
+  if (started.length === 0) return core;
+  for (const ref of started)
+    effects.push({ type: "requestSummary", params: { job: jobFor(state, ref) } });
+  return state;
+}
+
+function notify(core: ThreadState, effects: Effect[]): void {
+  effects.push({
+    type: "snapshotChanged",
+    params: { thread: core.thread, seq: core.seq, count: core.count, boundary: core.boundary },
+  });
+}
+
+/** The pure step of an event that ends in one of the activity states. */
+function stepOf(core: ThreadState, event: RoutedEvent): Step {
+  const effects: Effect[] = [];
+  switch (event.type) {
+    case "message.created": {
+      const { state, outcome } = appendMessage(core, event.message, event.seq ?? 0);
+      if (outcome.type !== "applied") {
+        effects.push({
+          type: "skipped",
+          params: {
+            thread: state.thread,
+            outcome,
+            messageId: event.message.id,
+            seq: event.seq ?? 0,
+          },
+        });
+      } else core = state;
+      core = dispatch(core, effects);
+      notify(core, effects);
+      break;
+    }
+    case "summary.built":
+      core = summaryBuilt(core, { level: event.level, index: event.index }, event.text).state;
+      core = dispatch(core, effects);
+      notify(core, effects);
+      break;
+    case "summary.failed":
+      core = dispatch(summaryFailed(core, { level: event.level, index: event.index }), effects);
+      break;
+    case "jobs.resume":
+      core = dispatch(restartJobs(core), effects);
+      break;
+  }
+  return { core, effects };
+}
+
+// The step of the event being taken, computed once for the guards and the action: XState
+// evaluates a transition's guards before its actions, and the target depends on the state after.
+let memo: { context: ThreadContext; event: ThreadEvent; step: Step } | undefined;
+
+function stepFor(context: ThreadContext, event: ThreadEvent): Step {
+  if (memo?.context !== context || memo.event !== event) {
+    memo = { context, event, step: stepOf(context.core, event as RoutedEvent) };
+  }
+  return memo.step;
+}
+
 const threadSetup = setup({
   types: {
     context: {} as ThreadContext,
@@ -75,28 +169,18 @@ const threadSetup = setup({
     ) => {},
     erased: (_, _params: { thread: string; seq: number }) => {},
 
-    build: assign(({ context, event }) => {
-      if (event.type !== "summary.built") return {};
-      return {
-        core: summaryBuilt(context.core, { level: event.level, index: event.index }, event.text)
-          .state,
-      };
-    }),
-    fail: assign(({ context, event }) => {
-      if (event.type !== "summary.failed") return {};
-      return { core: summaryFailed(context.core, { level: event.level, index: event.index }) };
-    }),
-    resume: assign(({ context }) => ({ core: restartJobs(context.core) })),
     published: assign(({ context, event }) => {
       if (event.type !== "outbox.published") return {};
       return { core: outboxPublished(context.core, event.count) };
     }),
   },
   guards: {
-    merging: ({ context }) => context.core.batch !== null,
-    cutting: ({ context }) => context.core.cuts.length > 0,
-    summarizing: ({ context }) =>
-      context.core.inflight.length > 0 || context.core.wanted.length > 0,
+    /** The event leads to this activity state. */
+    leadsTo: ({ context, event }, activity: Activity) =>
+      activityOf(stepFor(context, event).core) === activity,
+    merging: ({ context }) => activityOf(context.core) === "merging",
+    cutting: ({ context }) => activityOf(context.core) === "cutting",
+    summarizing: ({ context }) => activityOf(context.core) === "summarizing",
   },
 });
 
@@ -113,6 +197,14 @@ const append = threadSetup.enqueueActions(({ context, event, enqueue }) => {
   enqueue.assign({ core: state });
 });
 
+/** Applies the event's step: its new core, then its effects in order. */
+const apply = threadSetup.enqueueActions(({ context, event, enqueue }) => {
+  const step = stepFor(context, event);
+  memo = undefined;
+  if (step.core !== context.core) enqueue.assign({ core: step.core });
+  for (const effect of step.effects) enqueue(effect);
+});
+
 const erase = threadSetup.enqueueActions(({ context, event, enqueue }) => {
   if (event.type !== "thread.deleted") return;
   const core = deleteThread(context.core);
@@ -121,22 +213,16 @@ const erase = threadSetup.enqueueActions(({ context, event, enqueue }) => {
   enqueue({ type: "erased", params: { thread: core.thread, seq } });
 });
 
-/** Hands out jobs up to the concurrency limit, each as a requestSummary effect. */
-const dispatch = threadSetup.enqueueActions(({ context, enqueue }) => {
-  const { state, started } = takeJobs(context.core);
-  if (started.length === 0) return;
-  enqueue.assign({ core: state });
-  for (const ref of started)
-    enqueue({ type: "requestSummary", params: { job: jobFor(state, ref) } });
-});
-
-const notify = threadSetup.enqueueActions(({ context, enqueue }) => {
-  const core = context.core;
-  enqueue({
-    type: "snapshotChanged",
-    params: { thread: core.thread, seq: core.seq, count: core.count, boundary: core.boundary },
-  });
-});
+/**
+ * The transitions of an event that changes the core: straight to the state that says what the
+ * actor does after it (one microstep, no transient state), its step applied on the way.
+ */
+const routed = [
+  { guard: { type: "leadsTo", params: "merging" }, target: ".merging", actions: apply },
+  { guard: { type: "leadsTo", params: "cutting" }, target: ".cutting", actions: apply },
+  { guard: { type: "leadsTo", params: "summarizing" }, target: ".summarizing", actions: apply },
+  { target: ".idle", actions: apply },
+] as const;
 
 export const threadMachine = threadSetup.createMachine({
   id: "thread",
@@ -145,16 +231,19 @@ export const threadMachine = threadSetup.createMachine({
   }),
   initial: "route",
   on: {
-    "message.created": { target: ".route", actions: [append, dispatch, notify] },
-    "summary.built": { target: ".route", actions: ["build", dispatch, notify] },
-    "summary.failed": { target: ".route", actions: ["fail", dispatch] },
-    "jobs.resume": { target: ".route", actions: ["resume", dispatch] },
+    "message.created": routed,
+    "summary.built": routed,
+    "summary.failed": routed,
+    "jobs.resume": routed,
     // Changes neither the outline nor the jobs, so no snapshotChanged: the host saves after it.
     "outbox.published": { actions: ["published"] },
     "thread.deleted": { target: ".deleted", actions: [erase] },
   },
   states: {
-    /** Transient: picks the state that says what the actor is doing now. */
+    /**
+     * Transient: picks the state from the core. Only the initial state goes through it (and a
+     * snapshot persisted by an older machine, whose events all went through it).
+     */
     route: {
       always: [
         { guard: "merging", target: "merging" },
