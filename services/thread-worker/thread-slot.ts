@@ -82,6 +82,23 @@ function hostedMachine(): ThreadMachine {
   return hosted;
 }
 
+/**
+ * The actor's `getPersistedSnapshot()`, without XState walking the whole context for actor
+ * references to serialise: the context is the core, plain data that holds none (the machine
+ * spawns no actor), so it is set back as is. Saved many times a second, that walk went over every
+ * tail message's fields.
+ */
+function persistedSnapshotOf(actor: Actor<ThreadMachine>): PersistedActor {
+  const snapshot = actor.getSnapshot();
+  const persisted = actor.logic.getPersistedSnapshot({
+    ...snapshot,
+    context: NO_CONTEXT,
+  } as unknown as typeof snapshot) as unknown as PersistedActor;
+  persisted.context = snapshot.context;
+  return persisted;
+}
+const NO_CONTEXT = {};
+
 type Effect =
   | { kind: "requested"; job: SummaryJob }
   | { kind: "changed" }
@@ -844,10 +861,12 @@ export class ThreadSlot {
     const hadChat = this.#unsavedSince !== undefined;
     this.#unacked = [];
     this.#unsavedSince = undefined;
-    const snapshot = (
-      this.#actor as Actor<ThreadMachine>
-    ).getPersistedSnapshot() as unknown as PersistedActor;
-    const record = toPersisted(this.thread, this.#seen, this.#erasing, snapshot);
+    const record = toPersisted(
+      this.thread,
+      this.#seen,
+      this.#erasing,
+      persistedSnapshotOf(this.#actor as Actor<ThreadMachine>),
+    );
     try {
       this.#actorRevision = await this.#retry(
         "save actor state",
