@@ -224,6 +224,22 @@ const routed = [
   { target: ".idle", actions: apply },
 ] as const;
 
+/**
+ * In an activity state, an event that leads back to it stays without a target: XState then
+ * neither exits nor re-enters the state. Any other outcome falls through to the root's `routed`.
+ */
+function staying(activity: Activity) {
+  const stay = [{ guard: { type: "leadsTo", params: activity }, actions: apply }] as const;
+  return {
+    on: {
+      "message.created": stay,
+      "summary.built": stay,
+      "summary.failed": stay,
+      "jobs.resume": stay,
+    },
+  };
+}
+
 export const threadMachine = threadSetup.createMachine({
   id: "thread",
   context: ({ input }) => ({
@@ -252,13 +268,13 @@ export const threadMachine = threadSetup.createMachine({
         { target: "idle" },
       ],
     },
-    idle: {},
+    idle: staying("idle"),
     /** Summaries asked for, none of them blocking a cut yet. */
-    summarizing: {},
+    summarizing: staying("summarizing"),
     /** A cut is decided and waits for its leaving leaves. */
-    cutting: {},
+    cutting: staying("cutting"),
     /** A merge batch waits for a parent being built. */
-    merging: {},
+    merging: staying("merging"),
     /** Erased. Later messages are refused (the host dead-letters them), summaries ignored. */
     deleted: {
       on: {
