@@ -48,12 +48,6 @@ export interface SnapshotChange {
   boundary: number;
 }
 
-/**
- * The thread actor: a thin shell over the pure core. It never runs a model call itself: it names
- * the effects (`requestSummary`, `snapshotChanged`, `skipped`, `erased`) and the host provides
- * them with `.provide({ actions })`. Summaries come back as events keyed by (level, index), so a
- * persisted snapshot holds no in-flight promise and no timer.
- */
 type Effect =
   | { type: "requestSummary"; params: { job: SummaryJob } }
   | { type: "snapshotChanged"; params: SnapshotChange }
@@ -148,6 +142,12 @@ function stepFor(context: ThreadContext, event: ThreadEvent): Step {
   return memo.step;
 }
 
+/**
+ * The thread actor: a thin shell over the pure core. It never runs a model call itself: it names
+ * the effects (`requestSummary`, `snapshotChanged`, `skipped`, `erased`) and the host provides
+ * them with `.provide({ actions })`. Summaries come back as events keyed by (level, index), so a
+ * persisted snapshot holds no in-flight promise and no timer.
+ */
 const threadSetup = setup({
   types: {
     context: {} as ThreadContext,
