@@ -37,6 +37,7 @@ export const SERVICE_VARIABLES = [
   "OUTLINE_IDLE_MS",
   "OUTLINE_ACK_WAIT_MS",
   "OUTLINE_BACKLOG_LIMIT",
+  "OUTLINE_SAVE_LINGER_MS",
 ];
 
 const KNOWN = new Set<string>([

@@ -1,62 +1,20 @@
-import { SettingsError } from "../../shared/errors.ts";
 import { loadSettings } from "../config/load.ts";
 import { connectNats, redactUrl } from "../nats/connect.ts";
 import { ensureTopology } from "../nats/topology.ts";
 import { createSummarizer } from "../summarizer/index.ts";
 import { createWorkerInspector, inspectUrlFromArgv } from "./inspect.ts";
 import { consoleLogger, errorText } from "./log.ts";
-import {
-  DEFAULT_ACK_WAIT_MS,
-  DEFAULT_BACKLOG_LIMIT,
-  DEFAULT_IDLE_MS,
-  startThreadWorker,
-  workerMetricsSubject,
-} from "./worker.ts";
+import { workerSettings } from "./settings.ts";
+import { startThreadWorker, workerMetricsSubject } from "./worker.ts";
 import { natsUrlOf } from "../config/nats-url.ts";
 
 // Wiring only: settings → NATS → topology → summarizer → worker; drain on SIGTERM/SIGINT.
 const log = consoleLogger();
 
-/** A whole number of milliseconds from an OUTLINE_* variable; a bad value stops the start. */
-function millis(
-  values: Readonly<Record<string, string | undefined>>,
-  variable: string,
-  fallback: number,
-): number {
-  const raw = values[variable]?.trim();
-  if (!raw) return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < 10) {
-    throw new SettingsError(
-      variable,
-      `'${raw}' is not a duration; write whole milliseconds ≥ 10, e.g. ${variable}=${fallback}`,
-    );
-  }
-  return Number(raw);
-}
-
-/** A whole count from an OUTLINE_* variable; a bad value stops the start. */
-function count(
-  values: Readonly<Record<string, string | undefined>>,
-  variable: string,
-  fallback: number,
-): number {
-  const raw = values[variable]?.trim();
-  if (!raw) return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1) {
-    throw new SettingsError(
-      variable,
-      `'${raw}' is not a whole number ≥ 1; write e.g. ${variable}=${fallback}`,
-    );
-  }
-  return Number(raw);
-}
-
 async function main(): Promise<void> {
   const config = loadSettings();
   for (const warning of config.warnings) log.warn(warning);
-  const idleMs = millis(config.values, "OUTLINE_IDLE_MS", DEFAULT_IDLE_MS);
-  const ackWaitMs = millis(config.values, "OUTLINE_ACK_WAIT_MS", DEFAULT_ACK_WAIT_MS);
-  const backlogLimit = count(config.values, "OUTLINE_BACKLOG_LIMIT", DEFAULT_BACKLOG_LIMIT);
+  const timings = workerSettings(config.values);
   const summarizer = createSummarizer(config.settings, config.values);
   // --inspect[=ws://host:port]: thread actors observable in `outline inspect` or Stately's UI.
   const inspectUrl = inspectUrlFromArgv(process.argv.slice(2));
@@ -72,9 +30,7 @@ async function main(): Promise<void> {
     summarizer,
     log,
     replicas: config.replicas,
-    idleMs,
-    ackWaitMs,
-    backlogLimit,
+    ...timings,
     ...(inspector ? { inspect: inspector.inspect } : {}),
   });
   log.info(

@@ -1,0 +1,68 @@
+import { SettingsError } from "../../shared/errors.ts";
+import {
+  DEFAULT_ACK_WAIT_MS,
+  DEFAULT_BACKLOG_LIMIT,
+  DEFAULT_IDLE_MS,
+  DEFAULT_SAVE_LINGER_MS,
+} from "./worker.ts";
+
+/** The worker's own variables (env or config file), read once at start. */
+export interface WorkerSettings {
+  idleMs: number;
+  ackWaitMs: number;
+  backlogLimit: number;
+  /** Absent: the worker's default (500 ms, at most a tenth of the ack wait). */
+  saveLingerMs?: number;
+}
+
+type Values = Readonly<Record<string, string | undefined>>;
+
+/** A whole number ≥ `min` from an OUTLINE_* variable; a bad value stops the start naming it. */
+function whole(
+  values: Values,
+  variable: string,
+  min: number,
+  unit: string,
+  example: number,
+): number | undefined {
+  const raw = values[variable]?.trim();
+  if (!raw) return undefined;
+  if (!/^\d+$/.test(raw) || Number(raw) < min) {
+    throw new SettingsError(
+      variable,
+      `'${raw}' is not ${unit} ≥ ${min}; write e.g. ${variable}=${example}`,
+    );
+  }
+  return Number(raw);
+}
+
+export function workerSettings(values: Values): WorkerSettings {
+  const idleMs =
+    whole(values, "OUTLINE_IDLE_MS", 10, "whole milliseconds", DEFAULT_IDLE_MS) ?? DEFAULT_IDLE_MS;
+  const ackWaitMs =
+    whole(values, "OUTLINE_ACK_WAIT_MS", 10, "whole milliseconds", DEFAULT_ACK_WAIT_MS) ??
+    DEFAULT_ACK_WAIT_MS;
+  const backlogLimit =
+    whole(values, "OUTLINE_BACKLOG_LIMIT", 1, "a whole number", DEFAULT_BACKLOG_LIMIT) ??
+    DEFAULT_BACKLOG_LIMIT;
+  const saveLingerMs = whole(
+    values,
+    "OUTLINE_SAVE_LINGER_MS",
+    0,
+    "whole milliseconds",
+    DEFAULT_SAVE_LINGER_MS,
+  );
+  if (saveLingerMs !== undefined && saveLingerMs > ackWaitMs / 10) {
+    // Events wait unacknowledged for their save: far less than the ack wait, or they come back.
+    throw new SettingsError(
+      "OUTLINE_SAVE_LINGER_MS",
+      `${saveLingerMs} ms is more than a tenth of the ack wait (${ackWaitMs} ms); write at most ${Math.floor(ackWaitMs / 10)} (default ${Math.min(DEFAULT_SAVE_LINGER_MS, ackWaitMs / 10)}), or raise OUTLINE_ACK_WAIT_MS`,
+    );
+  }
+  return {
+    idleMs,
+    ackWaitMs,
+    backlogLimit,
+    ...(saveLingerMs !== undefined ? { saveLingerMs } : {}),
+  };
+}
