@@ -90,12 +90,14 @@ describe("streamDifferences", () => {
       retention: "workqueue",
       max_msgs: 1000,
       deny_purge: true,
+      deny_delete: true,
       allow_direct: false,
     });
     expect(diffs.join("\n")).toMatch(/retention is workqueue/);
     expect(diffs.join("\n")).toMatch(/max_msgs is 1000/);
     expect(diffs.join("\n")).toMatch(/deny_purge/);
+    expect(diffs.join("\n")).toMatch(/deny_delete is set/);
     expect(diffs.join("\n")).toMatch(/allow_direct is off/);
-    expect(diffs).toHaveLength(4);
+    expect(diffs).toHaveLength(5);
   });
 });

@@ -84,6 +84,12 @@ export function streamDifferences(needs: StreamNeeds, existing: Partial<StreamCo
   if (needs.purges && existing.deny_purge) {
     diffs.push("deny_purge is set, so thread.deleted cannot erase a thread (it cannot be unset)");
   }
+  if (needs.purges && existing.deny_delete) {
+    // On nats-server < 2.10 a thread is erased message by message (services/nats/erase.ts).
+    diffs.push(
+      "deny_delete is set, so thread.deleted cannot erase a thread message by message, as it must on nats-server < 2.10 (it cannot be unset)",
+    );
+  }
   if (needs.direct && existing.allow_direct === false) {
     diffs.push(
       `allow_direct is off, so reads take the slow path (enable: '${edit} --allow-direct')`,
