@@ -84,20 +84,41 @@ describe("streamDifferences", () => {
   });
 
   it("names each thing that would lose messages or block a purge", () => {
-    const diffs = streamDifferences(needs, {
-      subjects: ["chat.*.message.created"],
-      storage: "file",
-      retention: "workqueue",
-      max_msgs: 1000,
-      deny_purge: true,
-      deny_delete: true,
-      allow_direct: false,
-    });
+    const diffs = streamDifferences(
+      { ...needs, deletesOneByOne: true },
+      {
+        subjects: ["chat.*.message.created"],
+        storage: "file",
+        retention: "workqueue",
+        max_msgs: 1000,
+        deny_purge: true,
+        deny_delete: true,
+        allow_direct: false,
+      },
+    );
     expect(diffs.join("\n")).toMatch(/retention is workqueue/);
     expect(diffs.join("\n")).toMatch(/max_msgs is 1000/);
     expect(diffs.join("\n")).toMatch(/deny_purge/);
     expect(diffs.join("\n")).toMatch(/deny_delete is set/);
     expect(diffs.join("\n")).toMatch(/allow_direct is off/);
     expect(diffs).toHaveLength(5);
+  });
+
+  it("minds deny_delete only where a thread is erased message by message (nats-server < 2.10)", () => {
+    const config = {
+      subjects: ["chat.*.message.created"],
+      storage: "file" as const,
+      retention: "limits" as const,
+      max_age: 0,
+      max_msgs: -1,
+      max_bytes: -1,
+      max_msgs_per_subject: -1,
+      allow_direct: true,
+      deny_delete: true,
+    };
+    expect(streamDifferences({ ...needs, deletesOneByOne: false }, config)).toEqual([]);
+    expect(streamDifferences({ ...needs, deletesOneByOne: true }, config).join("\n")).toMatch(
+      /deny_delete is set/,
+    );
   });
 });

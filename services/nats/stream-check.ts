@@ -11,6 +11,8 @@ export interface StreamNeeds {
   keepsEverything: boolean;
   /** thread.deleted purges subjects. */
   purges: boolean;
+  /** ... and does it message by message (nats-server < 2.10, see erase.ts), so deletes must be allowed. */
+  deletesOneByOne?: boolean;
   /** Nodes and messages are read with one direct get. */
   direct: boolean;
   /** KV purge writes a rollup marker. */
@@ -84,10 +86,9 @@ export function streamDifferences(needs: StreamNeeds, existing: Partial<StreamCo
   if (needs.purges && existing.deny_purge) {
     diffs.push("deny_purge is set, so thread.deleted cannot erase a thread (it cannot be unset)");
   }
-  if (needs.purges && existing.deny_delete) {
-    // On nats-server < 2.10 a thread is erased message by message (services/nats/erase.ts).
+  if (needs.purges && needs.deletesOneByOne && existing.deny_delete) {
     diffs.push(
-      "deny_delete is set, so thread.deleted cannot erase a thread message by message, as it must on nats-server < 2.10 (it cannot be unset)",
+      "deny_delete is set, so thread.deleted cannot erase a thread: on nats-server before 2.10 it deletes message by message (it cannot be unset; or upgrade the server to 2.10 or later)",
     );
   }
   if (needs.direct && existing.allow_direct === false) {

@@ -20,6 +20,7 @@ import {
   TopologyError,
   type StreamNeeds,
 } from "./stream-check.ts";
+import { purgeBySubjectIsSafe } from "./erase.ts";
 import { subjects } from "./subjects.ts";
 
 export { publishDeadLetter, DEAD_LETTER_HEADERS, type DeadLetter } from "./dead-letter.ts";
@@ -44,7 +45,7 @@ const DUPLICATE_WINDOW_MS = 2 * 60_000;
 
 type Plan = { needs: StreamNeeds; config: Partial<StreamConfig> & { name: string } };
 
-function plans(names: InfraNames, replicas: number): Plan[] {
+function plans(names: InfraNames, replicas: number, deletesOneByOne: boolean): Plan[] {
   const s = subjects(names);
   // Limits retention with no limit at all: every message stays reachable by sequence for as long
   // as its thread lives (SPEC §6); only thread.deleted removes anything, by purge.
@@ -67,6 +68,7 @@ function plans(names: InfraNames, replicas: number): Plan[] {
         subjects: s.chatStreamSubjects,
         keepsEverything: true,
         purges: true,
+        deletesOneByOne,
         direct: true,
         rollup: false,
       },
@@ -85,6 +87,7 @@ function plans(names: InfraNames, replicas: number): Plan[] {
         subjects: s.historyStreamSubjects,
         keepsEverything: true,
         purges: true,
+        deletesOneByOne,
         direct: true,
         rollup: false,
       },
@@ -174,6 +177,7 @@ async function ensureBucket(
   js: JetStreamClient,
   names: InfraNames,
   replicas: number,
+  deletesOneByOne: boolean,
 ): Promise<KV> {
   const stream = `KV_${names.kvBucket}`;
   const needs: StreamNeeds = {
@@ -182,6 +186,7 @@ async function ensureBucket(
     subjects: [`$KV.${names.kvBucket}.>`],
     keepsEverything: false,
     purges: true,
+    deletesOneByOne,
     direct: false,
     rollup: true,
   };
@@ -219,8 +224,9 @@ export async function ensureTopology(
       { cause: err },
     );
   }
-  for (const plan of plans(names, replicas)) await ensureStream(jsm, plan);
+  const deletesOneByOne = !purgeBySubjectIsSafe(nc.info?.version);
+  for (const plan of plans(names, replicas, deletesOneByOne)) await ensureStream(jsm, plan);
   const js = jetstream(nc);
-  const kv = await ensureBucket(jsm, js, names, replicas);
+  const kv = await ensureBucket(jsm, js, names, replicas, deletesOneByOne);
   return { js, jsm, kv };
 }
