@@ -7,6 +7,7 @@ import type { CoreSettings } from "../shared/settings.ts";
 import {
   appendMessage,
   deleteThread,
+  heldBack,
   initialThreadState,
   outboxPublished,
   restartJobs,
@@ -75,7 +76,7 @@ type Activity = "merging" | "cutting" | "summarizing" | "idle";
 function activityOf(core: ThreadState): Activity {
   if (core.batch !== null) return "merging";
   if (core.cuts.length > 0) return "cutting";
-  if (core.inflight.length > 0 || core.wanted.length > 0) return "summarizing";
+  if (core.inflight.length > 0 || core.wanted.length > heldBack(core)) return "summarizing";
   return "idle";
 }
 

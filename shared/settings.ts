@@ -10,6 +10,12 @@ export interface CoreSettings {
   outline: [number, number];
   /** Summarizer calls in flight. */
   concurrency: number;
+  /**
+   * Nodes sent to the summarizer together, in one call sharing one system prompt and one view
+   * (HISTORY_GROUP). Due nodes wait until a group is full unless a cut or a merge batch needs
+   * them. Unset (threads stored before it existed) or 1: each node alone, at once.
+   */
+  group?: number;
 }
 
 /** Every setting of SPEC §3, parsed. */
@@ -27,6 +33,7 @@ export const DEFAULT_SETTINGS: Settings = {
   tail: [12000, 48000],
   outline: [64000, 128000],
   concurrency: 8,
+  group: 16,
   summarizer: "extractive",
   natsUrl: undefined,
   host: "127.0.0.1",
@@ -40,6 +47,7 @@ export const SETTING_VARIABLES = {
   outline: "HISTORY_OUTLINE",
   summarizer: "HISTORY_SUMMARIZER",
   concurrency: "HISTORY_CONCURRENCY",
+  group: "HISTORY_GROUP",
   natsUrl: "NATS_URL",
   host: "HOST",
   port: "PORT",
@@ -117,6 +125,8 @@ export function parseSettings(source: Readonly<Record<string, string | undefined
   const concurrency = get(SETTING_VARIABLES.concurrency);
   if (concurrency !== undefined)
     s.concurrency = positiveInt(SETTING_VARIABLES.concurrency, concurrency, 1, 1024);
+  const group = get(SETTING_VARIABLES.group);
+  if (group !== undefined) s.group = positiveInt(SETTING_VARIABLES.group, group, 1, 64);
   const nats = get(SETTING_VARIABLES.natsUrl);
   if (nats !== undefined) {
     if (!/^(nats|tls|ws|wss):\/\/\S+$/.test(nats.trim()) && !/^[\w.-]+:\d+$/.test(nats.trim())) {

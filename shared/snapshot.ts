@@ -1,5 +1,5 @@
 import { nodeId, nodeSize } from "./names.ts";
-import type { ThreadState } from "./thread.ts";
+import { heldBack, type ThreadState } from "./thread.ts";
 
 /** One outline line as published (SPEC §8). `bytes` is what it adds to the outline. */
 export interface SnapshotLine {
@@ -27,8 +27,11 @@ export interface OutlineSnapshot {
   tail: string[];
   /** Their stream sequences, so a reader fetches each in one read. */
   tailSeqs: number[];
-  /** Summaries outstanding and cuts waiting for them: the outline may lag the log. */
-  pending: { jobs: number; cuts: number; merging: boolean };
+  /**
+   * Summaries outstanding and cuts waiting for them: the outline may lag the log. `held`: due
+   * nodes waiting for their summarizer group to fill (HISTORY_GROUP), not counted in `jobs`.
+   */
+  pending: { jobs: number; cuts: number; merging: boolean; held?: number };
 }
 
 export function toSnapshot(state: ThreadState): OutlineSnapshot {
@@ -52,9 +55,10 @@ export function toSnapshot(state: ThreadState): OutlineSnapshot {
     tail: state.tail.map((entry) => entry.message.id),
     tailSeqs: state.tail.map((entry) => entry.seq),
     pending: {
-      jobs: state.wanted.length + state.inflight.length,
+      jobs: state.wanted.length - heldBack(state) + state.inflight.length,
       cuts: state.cuts.length,
       merging: state.batch !== null,
+      held: heldBack(state),
     },
   };
 }

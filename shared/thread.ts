@@ -603,16 +603,42 @@ export function summaryFailed(state: ThreadState, ref: NodeRef): ThreadState {
   };
 }
 
+/** Nodes per summarizer call (HISTORY_GROUP); 1 for threads stored before groups existed. */
+export function groupSize(state: ThreadState): number {
+  return Math.max(1, state.settings.group ?? 1);
+}
+
+/** A cut or a merge batch is waiting for nodes: every wanted node goes now, group full or not. */
+function urgent(state: ThreadState): boolean {
+  return state.cuts.length > 0 || state.batch !== null;
+}
+
 /**
- * Hands out jobs up to the concurrency limit: the parent a waiting batch needs first, then in
- * request order (due leaves in position order, merges as their children complete).
+ * Wanted nodes that wait for their group to fill: nothing needs them yet (no cut or batch is
+ * waiting) and fewer than a group are wanted. A due leaf is certain to leave at the next cut,
+ * which comes only after the tail grew by tail[1] − tail[0], so holding it costs no wait in a
+ * live thread and lets one summarizer call build a whole group.
+ */
+export function heldBack(state: ThreadState): number {
+  const group = groupSize(state);
+  if (group <= 1 || urgent(state)) return 0;
+  return state.wanted.length % group;
+}
+
+/**
+ * Hands out jobs up to the concurrency limit (in nodes: `concurrency` calls of a group each):
+ * the parent a waiting batch needs first, then in request order (due leaves in position order,
+ * merges as their children complete). With groups, only whole groups go unless a cut or a batch
+ * waits (`heldBack`); `hold: false` hands out held nodes too (a host that flushes on purpose).
  */
 export function takeJobs(
   state: ThreadState,
-  limit = state.settings.concurrency,
+  limit = state.settings.concurrency * groupSize(state),
+  hold = true,
 ): { state: ThreadState; started: NodeRef[] } {
-  const room = limit - state.inflight.length;
-  if (room <= 0 || state.wanted.length === 0) return { state, started: [] };
+  const held = hold ? heldBack(state) : 0;
+  const room = Math.min(limit - state.inflight.length, state.wanted.length - held);
+  if (room <= 0) return { state, started: [] };
   let wanted = state.wanted;
   const needed = state.batch?.waitingFor;
   if (needed) {
@@ -654,5 +680,18 @@ export function isSettled(state: ThreadState): boolean {
     state.inflight.length === 0 &&
     state.cuts.length === 0 &&
     state.batch === null
+  );
+}
+
+/**
+ * Nothing to do until the next event: nothing in flight, no cut or batch waiting, and any wanted
+ * nodes are held for their group (`heldBack`). A thread at rest needs no wake-up after a restart.
+ */
+export function isAtRest(state: ThreadState): boolean {
+  return (
+    state.inflight.length === 0 &&
+    state.cuts.length === 0 &&
+    state.batch === null &&
+    state.wanted.length === heldBack(state)
   );
 }

@@ -6,13 +6,16 @@ import { lineName, type NodeRef } from "../shared/names.ts";
 import { answerAll } from "../shared/replay.ts";
 import {
   appendMessage,
+  heldBack,
   initialThreadState,
+  isAtRest,
   isSettled,
   summaryBuilt,
   takeJobs,
   type ThreadState,
 } from "../shared/thread.ts";
 import type { CoreSettings } from "../shared/settings.ts";
+import { toSnapshot } from "../shared/snapshot.ts";
 import { fakeSummary, makeMessage } from "./support/conversation.ts";
 
 const settings: CoreSettings = {
@@ -192,5 +195,65 @@ describe("merge batches", () => {
     s = summaryBuilt(s, { level: 0, index: 1 }, "y".repeat(300)).state;
     expect(s.wanted).toContainEqual({ level: 1, index: 0 });
     expect(s.boundary).toBe(0); // nothing cut: the parent is built ahead of need
+  });
+});
+
+describe("summarizer groups (HISTORY_GROUP)", () => {
+  const grouped: CoreSettings = { ...settings, tail: [10, 100_000], group: 4 };
+  const big = (i: number) => `message ${i} ${"q".repeat(3000)}`;
+
+  it("due nodes wait until a whole group is wanted, then go together", () => {
+    let s = initialThreadState("g1", grouped);
+    for (let i = 0; i < 3; i++) s = append(s, makeMessage("g1", i, big(i)));
+    // Three leaves are due (each leaves at the next cut) but a group is four.
+    expect(s.wanted).toHaveLength(3);
+    expect(heldBack(s)).toBe(3);
+    expect(takeJobs(s).started).toEqual([]);
+    expect(isAtRest(s)).toBe(true);
+    expect(toSnapshot(s).pending).toMatchObject({ jobs: 0, held: 3 });
+    s = append(s, makeMessage("g1", 3, big(3)));
+    expect(heldBack(s)).toBe(0);
+    const taken = takeJobs(s);
+    expect(taken.started.map((r) => r.index)).toEqual([0, 1, 2, 3]);
+    expect(isAtRest(taken.state)).toBe(false);
+    // A fifth due leaf waits for the next group while the first is out.
+    s = append(taken.state, makeMessage("g1", 4, big(4)));
+    expect(takeJobs(s).started).toEqual([]);
+    expect(heldBack(s)).toBe(1);
+  });
+
+  it("a cut waiting for its leaves takes them at once, group full or not", () => {
+    let s = initialThreadState("g2", { ...settings, tail: [300, 600], group: 16 });
+    let i = 0;
+    while (s.cuts.length === 0) s = append(s, makeMessage("g2", i++, big(i)));
+    expect(s.wanted.length).toBeGreaterThan(0);
+    expect(s.wanted.length).toBeLessThan(16);
+    expect(heldBack(s)).toBe(0);
+    const taken = takeJobs(s);
+    expect(taken.started).toHaveLength(s.wanted.length);
+    let t = taken.state;
+    for (const ref of taken.started) t = summaryBuilt(t, ref, fakeSummary(jobFor(t, ref))).state;
+    expect(t.boundary).toBeGreaterThan(0);
+  });
+
+  it("hold: false hands out held nodes too; group 1 or unset never holds", () => {
+    let s = initialThreadState("g3", grouped);
+    s = append(s, makeMessage("g3", 0, big(0)));
+    expect(takeJobs(s).started).toEqual([]);
+    expect(takeJobs(s, undefined, false).started).toEqual([{ level: 0, index: 0 }]);
+    for (const group of [1, undefined]) {
+      let u = initialThreadState("g4", { ...grouped, group });
+      u = append(u, makeMessage("g4", 0, big(0)));
+      expect(heldBack(u)).toBe(0);
+      expect(takeJobs(u).started).toEqual([{ level: 0, index: 0 }]);
+    }
+  });
+
+  it("the in-flight bound is concurrency groups: concurrency × group nodes", () => {
+    let s = initialThreadState("g5", { ...grouped, concurrency: 2 });
+    for (let i = 0; i < 12; i++) s = append(s, makeMessage("g5", i, big(i)));
+    const taken = takeJobs(s);
+    expect(taken.started).toHaveLength(8);
+    expect(taken.state.wanted).toHaveLength(4);
   });
 });

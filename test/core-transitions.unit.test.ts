@@ -114,7 +114,7 @@ describe("transitions never modify their input (they copy what they change, once
             // ...and one job per transition, from frozen states: the same state.
             b = appendMessage(deepFreeze(b), message, i + 1).state;
             for (;;) {
-              const taken = takeJobs(deepFreeze(b), 1);
+              const taken = takeJobs(deepFreeze(b), 1, false);
               if (taken.started.length === 0) break;
               const ref = taken.started[0] as NonNullable<(typeof taken.started)[0]>;
               const job = jobFor(deepFreeze(taken.state), ref);

@@ -38,6 +38,7 @@ describe("settings", () => {
       HISTORY_OUTLINE: "2000,4000",
       HISTORY_SUMMARIZER: "openai/gpt-4o-mini",
       HISTORY_CONCURRENCY: "2",
+      HISTORY_GROUP: "4",
       NATS_URL: "nats://127.0.0.1:4222",
       HOST: "0.0.0.0",
       PORT: "9000",
@@ -48,6 +49,7 @@ describe("settings", () => {
       outline: [2000, 4000],
       summarizer: "openai/gpt-4o-mini",
       concurrency: 2,
+      group: 4,
       natsUrl: "nats://127.0.0.1:4222",
       host: "0.0.0.0",
       port: 9000,
@@ -64,6 +66,9 @@ describe("settings", () => {
       /extractive.*openai\/<model>/,
     );
     expect(settingsError({ HISTORY_CONCURRENCY: "0" }).setting).toBe("HISTORY_CONCURRENCY");
+    expect(settingsError({ HISTORY_GROUP: "0" }).message).toMatch(
+      /^HISTORY_GROUP: 0 is out of range; use a number from 1 to 64/,
+    );
     expect(settingsError({ PORT: "70000" }).setting).toBe("PORT");
     expect(settingsError({ NATS_URL: "http://x" }).setting).toBe("NATS_URL");
     expect(settingsError({ HISTORY_OUTLINE: "100,200" }).message).toMatch(/two lines/);

@@ -344,7 +344,7 @@ export function createOperations(
         lines: [],
         tail: whole.map((m) => m.message.id),
         tailSeqs: whole.map((m) => m.seq),
-        pending: { jobs: 0, cuts: 0, merging: false },
+        pending: { jobs: 0, cuts: 0, merging: false, held: 0 },
       };
     },
 

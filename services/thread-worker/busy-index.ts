@@ -1,12 +1,12 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { ThreadState } from "../../shared/thread.ts";
-import { isSettled } from "../../shared/thread.ts";
+import { isAtRest } from "../../shared/thread.ts";
 import { kvStream, kvSubject } from "./buckets.ts";
 
 /**
  * Threads whose stored state has work outstanding (summaries asked, cuts or a batch waiting, free
- * nodes unpublished), one key each in the `<kvBucket>-busy` bucket. Actors wake on events; a
+ * nodes unpublished; nodes held for their group are not work until the next event), one key each in the `<kvBucket>-busy` bucket. Actors wake on events; a
  * thread whose last events were all stored before a crash or a drain gets none, so a starting
  * worker wakes the threads listed here. Written only when a thread turns busy or settled, before
  * the events that caused it are acknowledged.
@@ -23,7 +23,7 @@ export class BusyIndex {
   }
 
   static isBusy(core: ThreadState): boolean {
-    return !core.deleted && (!isSettled(core) || core.outbox.length > 0);
+    return !core.deleted && (!isAtRest(core) || core.outbox.length > 0);
   }
 
   async mark(thread: string): Promise<void> {

@@ -69,12 +69,15 @@ export const settingsArb: fc.Arbitrary<CoreSettings> = fc
     outlineLow: fc.integer({ min: 0, max: 3000 }),
     outlineSpan: fc.integer({ min: 0, max: 4000 }),
     concurrency: fc.integer({ min: 1, max: 8 }),
+    // Summarizer groups (HISTORY_GROUP): 1 is each node alone, at once.
+    group: fc.constantFrom(1, 1, 2, 3, 8),
   })
-  .map(({ line, tailLow, tailSpan, outlineLow, outlineSpan, concurrency }) => ({
+  .map(({ line, tailLow, tailSpan, outlineLow, outlineSpan, concurrency, group }) => ({
     line,
     tail: [tailLow, tailLow + tailSpan] as [number, number],
     // Enough room for the lines that cannot merge (one per level: a binary counter of the
     // boundary), so the outline bound is reachable for conversations of this size.
     outline: [roomy(line) + outlineLow, roomy(line) + outlineLow + outlineSpan] as [number, number],
     concurrency,
+    group,
   }));
