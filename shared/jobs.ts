@@ -60,3 +60,32 @@ export interface Summarizer {
   readonly name: string;
   summarize(job: SummaryJob, signal?: AbortSignal): Promise<SummaryResult>;
 }
+
+/**
+ * Nodes of one thread built by one summarizer call (HISTORY_GROUP): one system prompt and one
+ * view for all of them, then one input per node.
+ */
+export interface SummaryGroup {
+  thread: string;
+  line: number;
+  /** The view of the group's first node: lines before it, never anything newer. */
+  context: ContextLine[];
+  /** In the order of the messages they start at. */
+  jobs: SummaryJob[];
+}
+
+/** One text per job of the group, in its order; undefined where the reply had none usable. */
+export interface GroupResult {
+  texts: (string | undefined)[];
+  usage?: SummaryUsage;
+  calls?: number;
+}
+
+/** A summarizer that can also build a group of nodes in one call. */
+export interface GroupSummarizer extends Summarizer {
+  summarizeGroup(group: SummaryGroup, signal?: AbortSignal): Promise<GroupResult>;
+}
+
+export function canGroup(summarizer: Summarizer): summarizer is GroupSummarizer {
+  return typeof (summarizer as Partial<GroupSummarizer>).summarizeGroup === "function";
+}

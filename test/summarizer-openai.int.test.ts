@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { utf8Bytes } from "../shared/bytes.ts";
-import type { LeafJob, MergeJob } from "../shared/jobs.ts";
+import type { LeafJob, MergeJob, SummaryGroup } from "../shared/jobs.ts";
 import { SummarizerError } from "../services/summarizer/errors.ts";
 import { OpenAISummarizer, type OpenAISummarizerOptions } from "../services/summarizer/openai.ts";
 import { CUT_MARKER, SYSTEM_PROMPT } from "../services/summarizer/prompts.ts";
@@ -320,5 +320,66 @@ describe("usage", () => {
     server.script(status(401));
     await failure(s.summarize(leaf(bigSource)));
     expect(s.usage()).toMatchObject({ calls: 3, failures: 1 });
+  });
+});
+
+describe("groups (HISTORY_GROUP): several nodes in one call", () => {
+  const group = (jobs: (LeafJob | MergeJob)[]): SummaryGroup => ({
+    thread: "t1",
+    line: LINE,
+    context,
+    jobs,
+  });
+
+  it("one request: the same system prompt and view, one named input per node", async () => {
+    const jobs = [merge, leaf(bigSource, 14), leaf("short ask", 15)];
+    server.script(
+      text(
+        "12+2|Ana: roll back; Bo: done\n14+1|Ana → Bo: invoice run failed twice\n15+1|Ana → Bo: short ask",
+      ),
+    );
+    const result = await summarizer().summarizeGroup(group(jobs));
+    expect(result.texts).toEqual([
+      "Ana: roll back; Bo: done",
+      "Ana → Bo: invoice run failed twice",
+      "Ana → Bo: short ask",
+    ]);
+    expect(result.calls).toBe(1);
+    expect(server.requests).toHaveLength(1);
+    const [system, view, task] = server.requests[0]?.body.messages ?? [];
+    expect(system?.content).toBe(SYSTEM_PROMPT);
+    // The view is the one a single call for the first node would send.
+    expect(view?.content).toContain("8+4|Bo → Ana: ran 0042_add_invoices.sql");
+    const body = task?.content ?? "";
+    expect(body).toMatch(/^Write 3 lines, one for each input below, in order/);
+    expect(body).toContain('<input name="12+2" merge="12+1 13+1">');
+    expect(body).toContain('<input name="14+1" at="2026-11-30T08:15:00Z" role="user">');
+    expect(body).toContain("in this order: 12+2, 14+1, 15+1");
+    // One ruler for the whole group.
+    expect(body.split("\n").filter((l) => l === "-".repeat(LINE))).toHaveLength(1);
+  });
+
+  it("a line missing, empty or over the limit comes back undefined (built alone by the host)", async () => {
+    const jobs = [leaf(bigSource, 12), leaf(bigSource, 13), leaf(bigSource, 14), leaf("hi", 15)];
+    server.script(
+      text(
+        [
+          "```",
+          "13+1|",
+          `14+1|${"y".repeat(LINE * 2)}`,
+          "15+1|Ana → Bo: hi",
+          "15+1|a second line for the same name is ignored",
+          "```",
+        ].join("\n"),
+      ),
+    );
+    const result = await summarizer().summarizeGroup(group(jobs));
+    expect(result.texts).toEqual([undefined, undefined, undefined, "Ana → Bo: hi"]);
+  });
+
+  it("a failed call throws as a single call does (the host then builds each node alone)", async () => {
+    server.script(status(401));
+    const error = await failure(summarizer().summarizeGroup(group([leaf("a", 12), leaf("b", 13)])));
+    expect(error.terminal).toBe(true);
   });
 });

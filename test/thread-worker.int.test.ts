@@ -15,6 +15,7 @@ import {
   chatMessage,
   countOn,
   expectedSnapshot,
+  FakeGroupSummarizer,
   FakeSummarizer,
   harness,
   publishMessage,
@@ -475,6 +476,43 @@ describe("thread worker throughput", () => {
     expect(worker.metrics.get(M.duplicates, { why: "id" })).toBe(2);
     expect(worker.metrics.get(M.events, { kind: "message" })).toBe(61);
     expect(await readSnapshot(h, thread)).toEqual(await expectedSnapshot(h, thread, settings));
+  });
+
+  it("summarizer groups: due nodes go several to a call; a node the call missed, or a failed call, is built alone; the outline equals the pure core", async () => {
+    const h = await setup();
+    const settings = { ...SMALL, group: 4 };
+    const summarizer = new FakeGroupSummarizer({ dropEvery: 9, failGroupEvery: 5 });
+    const worker = await start(h, {
+      settings,
+      summarizer,
+      jobTiming: { retryBaseMs: 5, retryCapMs: 20 },
+    });
+    const threads = ["g-one", "g-two"];
+    await publishRange(h, threads, 0, 150);
+    await waitSettled(h, threads);
+    for (const thread of threads) {
+      const actual = await readSnapshot(h, thread);
+      const expected = await expectedSnapshot(h, thread, settings, { held: true });
+      // Nodes still held for their group (fewer than a group, nothing waiting on them) are the
+      // only difference from the core that answers every job at once.
+      expect(actual?.pending.held ?? 0).toBeLessThan(settings.group);
+      expect(actual).toEqual({
+        ...expected,
+        pending: { ...expected.pending, held: actual?.pending.held },
+      });
+      expect(actual?.boundary).toBeGreaterThan(100);
+    }
+    // These settings cut every few messages, so many groups go before they are full; still more
+    // than two nodes a call on average.
+    expect(summarizer.groupCalls).toBeGreaterThan(10);
+    expect(summarizer.grouped / summarizer.groupCalls).toBeGreaterThan(2);
+    const byGroup = ["leaf", "merge"].map((kind) =>
+      worker.metrics.get(M.summaries, { kind, source: "group" }),
+    );
+    expect(byGroup[0]).toBeGreaterThan(0);
+    expect(byGroup[1]).toBeGreaterThan(0);
+    // Missed lines and failed groups were built one by one.
+    expect(summarizer.calls).toBeGreaterThan(0);
   });
 
   it("refuses a save linger that would leave events unacknowledged near the ack wait", async () => {

@@ -1,14 +1,23 @@
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { utf8Bytes } from "../../shared/bytes.ts";
-import type { SummaryJob, SummaryResult, SummaryUsage, Summarizer } from "../../shared/jobs.ts";
+import type {
+  GroupResult,
+  GroupSummarizer,
+  SummaryGroup,
+  SummaryJob,
+  SummaryResult,
+  SummaryUsage,
+} from "../../shared/jobs.ts";
 import { SummarizerError } from "./errors.ts";
 import {
   DEFAULT_MAX_INPUT_BYTES,
   SYSTEM_PROMPT,
   contextPrompt,
+  groupTask,
   leafTask,
   mergeTask,
+  parseGroupReply,
   tooLongPrompt,
 } from "./prompts.ts";
 import { cleanReply, cutLine } from "./reply.ts";
@@ -39,7 +48,7 @@ export const DEFAULT_SHORTEN_TRIES = 5;
 export const DEFAULT_TOLERANCE = 1.25;
 
 /** Summaries from any OpenAI-compatible chat completions endpoint, with our prompts. */
-export class OpenAISummarizer implements Summarizer {
+export class OpenAISummarizer implements GroupSummarizer {
   readonly name: string;
   private readonly client: OpenAI;
   private readonly endpoint: Endpoint;
@@ -83,6 +92,39 @@ export class OpenAISummarizer implements Summarizer {
     }
   }
 
+  /**
+   * One call for a group of nodes. A line missing from the reply, empty, or over the limit comes
+   * back undefined: the host builds that node alone (with the "too long" rewrites), so a group
+   * never costs a node its quality checks.
+   */
+  async summarizeGroup(group: SummaryGroup, signal?: AbortSignal): Promise<GroupResult> {
+    const messages: ChatCompletionMessageParam[] = [
+      { role: "system", content: SYSTEM_PROMPT },
+      { role: "user", content: contextPrompt(group.context) },
+      { role: "user", content: groupTask(group, this.maxInputBytes) },
+    ];
+    const usage: SummaryUsage = { inputTokens: 0, cachedTokens: 0, outputTokens: 0 };
+    const name = `${group.jobs[0]?.name ?? "?"}…${group.jobs.at(-1)?.name ?? "?"} (${group.jobs.length} nodes)`;
+    let raw: string;
+    try {
+      raw = await this.call(name, messages, usage, signal);
+    } catch (error) {
+      this.totals.failures++;
+      throw error;
+    }
+    const lines = parseGroupReply(raw);
+    const texts = group.jobs.map((job) => {
+      const text = cleanReply(lines.get(job.name) ?? "");
+      if (text === "") return undefined;
+      const bytes = utf8Bytes(text);
+      const tolerated = Math.floor(job.line * this.tolerance);
+      return bytes <= job.line || (bytes <= tolerated && bytes < sourceBytes(job))
+        ? text
+        : undefined;
+    });
+    return { texts, usage, calls: 1 };
+  }
+
   private async converse(job: SummaryJob, signal?: AbortSignal): Promise<SummaryResult> {
     const messages: ChatCompletionMessageParam[] = [
       { role: "system", content: SYSTEM_PROMPT },
@@ -101,7 +143,7 @@ export class OpenAISummarizer implements Summarizer {
     let shortest: string | undefined;
     let calls = 0;
     for (let attempt = 0; attempt <= this.shortenTries; attempt++) {
-      const raw = await this.call(job, messages, usage, signal);
+      const raw = await this.call(job.name, messages, usage, signal);
       calls++;
       const text = cleanReply(raw);
       if (text === "") {
@@ -127,7 +169,7 @@ export class OpenAISummarizer implements Summarizer {
   }
 
   private async call(
-    job: SummaryJob,
+    what: string,
     messages: ChatCompletionMessageParam[],
     usage: SummaryUsage,
     signal?: AbortSignal,
@@ -150,7 +192,7 @@ export class OpenAISummarizer implements Summarizer {
     addUsage(usage, call);
     addUsage(this.totals, call);
     this.totals.calls++;
-    this.onUsage?.({ ...call, model: this.endpoint.model, job: job.name });
+    this.onUsage?.({ ...call, model: this.endpoint.model, job: what });
     return completion.choices[0]?.message?.content ?? "";
   }
 }

@@ -3,10 +3,12 @@
 //   user    contextPrompt(job.context)     the outline before the node; shared by the jobs of a
 //                                          thread while the outline does not change
 //   user    leafTask(job) | mergeTask(job) the one part that differs per job
+//           | groupTask(group)             or several nodes at once, one named line each
+//                                          (HISTORY_GROUP); the view is the group's first node's
 // and, when a reply is over the limit, the same conversation goes on with
 //   assistant <the reply>, user tooLongPrompt(...), up to the retry limit.
 import { cutToBytes, foldNewlines, utf8Bytes } from "../../shared/bytes.ts";
-import type { ContextLine, LeafJob, MergeJob } from "../../shared/jobs.ts";
+import type { ContextLine, LeafJob, MergeJob, SummaryGroup } from "../../shared/jobs.ts";
 import { renderWho } from "./source.ts";
 
 /** Goes first in every call, unchanged: the role, the value order and the rules. */
@@ -125,6 +127,78 @@ export function mergeTask(job: MergeJob, maxInputBytes = DEFAULT_MAX_INPUT_BYTES
     `Write the line for ${job.name}: at most ${job.line} bytes, no longer than this ruler:`,
     ruler(job.line),
   ].join("\n");
+}
+
+/** One input of a group call: a message, or two adjacent lines with their messages when loaded. */
+function groupInput(job: LeafJob | MergeJob, maxInputBytes: number): string[] {
+  if (job.kind === "leaf") {
+    const m = job.message;
+    const steps =
+      m.steps && m.steps.length > 0
+        ? ["<steps>", data(stepLines(m.steps, Math.floor(maxInputBytes / 2))), "</steps>"]
+        : [];
+    return [
+      `<input name="${job.name}" at="${m.at}" role="${m.role}">`,
+      data(`${renderWho(m)}: ${clipMiddle(m.text, maxInputBytes)}`),
+      ...steps,
+      "</input>",
+    ];
+  }
+  const messages =
+    job.messages && job.messages.length > 0
+      ? [
+          "<messages>",
+          data(
+            clipMiddle(
+              job.messages
+                .map((m) => `${m.position}|${m.at}|${renderWho(m)}: ${foldNewlines(m.text)}`)
+                .join("\n"),
+              maxInputBytes,
+            ),
+          ),
+          "</messages>",
+        ]
+      : [];
+  return [
+    `<input name="${job.name}" merge="${job.left.id}+${job.left.n} ${job.right.id}+${job.right.n}">`,
+    data(renderContextLine(job.left)),
+    data(renderContextLine(job.right)),
+    ...messages,
+    "</input>",
+  ];
+}
+
+/**
+ * Third message of a group call: several nodes of one thread at once, one line each, sharing the
+ * system prompt and the view. The reply names each line, so a missing or broken one is found and
+ * built alone instead.
+ */
+export function groupTask(group: SummaryGroup, maxInputBytes = DEFAULT_MAX_INPUT_BYTES): string {
+  const names = group.jobs.map((job) => job.name);
+  return [
+    `Write ${names.length} lines, one for each input below, in order: a message compressed into one line, or two adjacent lines merged into one (keep both parts, in order, each by the value order).`,
+    "Write each line from its own input alone: the inputs after it happened later in the chat and must not colour it.",
+    ...group.jobs.flatMap((job) => groupInput(job, maxInputBytes)),
+    `Answer with exactly ${names.length} lines, in this order: ${names.join(", ")}. Start each with its name and a bar, e.g. \`${names[0] ?? "0+1"}|Ana: …\` (here, and only here, the \`id+n|\` head is wanted). Each line at most ${group.line} bytes after its head, no longer than this ruler:`,
+    ruler(group.line),
+  ].join("\n");
+}
+
+const GROUP_LINE = /^\s*(\d+)\s*\+\s*(\d+)\s*\|(.*)$/;
+
+/**
+ * The lines a group reply holds, by name: `id+n|text` lines (in a code fence or not); text
+ * cleaned as a single reply's. A name given twice keeps its first line.
+ */
+export function parseGroupReply(raw: string): Map<string, string> {
+  const lines = new Map<string, string>();
+  for (const row of raw.split(/\r?\n/)) {
+    const match = GROUP_LINE.exec(row);
+    if (!match) continue;
+    const name = `${Number(match[1])}+${Number(match[2])}`;
+    if (!lines.has(name)) lines.set(name, match[3] ?? "");
+  }
+  return lines;
 }
 
 /** After a reply over the limit, in the same conversation: its size and where the limit fell. */

@@ -1,6 +1,7 @@
 import { cutToBytes, utf8Bytes } from "../../shared/bytes.ts";
 import type { SummaryEvent } from "../../shared/history.ts";
-import type { SummaryJob } from "../../shared/jobs.ts";
+import { groupJobs } from "../../shared/groups.ts";
+import { canGroup, type SummaryGroup, type SummaryJob } from "../../shared/jobs.ts";
 import type { NodeRef } from "../../shared/names.ts";
 import type { MeteredSummarizer } from "../summarizer/index.ts";
 import { SummarizerError } from "../summarizer/errors.ts";
@@ -34,6 +35,8 @@ export interface SummaryJobsDeps {
   metrics: MetricRegistry;
   log: Logger;
   timing: JobTiming;
+  /** Nodes per summarizer call (HISTORY_GROUP): jobs started in the same turn share calls. */
+  group?: number;
   /** The node is on HISTORY (PubAck received): tell the actor. */
   built(ref: NodeRef, text: string): void;
   /** A terminal error: the node goes back to the actor's queue. */
@@ -65,21 +68,52 @@ export class SummaryJobs {
     this.#deps = deps;
   }
 
+  /** Jobs running, and those started this turn that are not grouped into calls yet. */
   get active(): number {
-    return this.#running.size;
+    return this.#running.size + this.#pending.length;
   }
 
+  /** Jobs started in the current turn: grouped into summarizer calls at its end. */
+  #pending: RequestedJob[] = [];
+
   start(request: RequestedJob): void {
-    const run = this.#run(request).catch((err: unknown) => {
+    this.#pending.push(request);
+    if (this.#pending.length === 1) queueMicrotask(() => this.#flush());
+  }
+
+  #flush(): void {
+    const requests = this.#pending;
+    this.#pending = [];
+    const size = this.#deps.group ?? 1;
+    if (size <= 1 || requests.length === 1 || !canGroup(this.#deps.summarizer)) {
+      for (const request of requests) this.#track([request], this.#run(request));
+      return;
+    }
+    const untils = new Map(requests.map((r) => [keyOf(r.job), r.until]));
+    for (const group of groupJobs(
+      requests.map((r) => r.job),
+      size,
+    )) {
+      const members = group.jobs.map((job) => ({ job, until: untils.get(keyOf(job)) ?? "" }));
+      const only = members[0];
+      if (members.length === 1 && only) this.#track(members, this.#run(only));
+      else this.#track(members, this.#runGroup(group, members));
+    }
+  }
+
+  #track(requests: RequestedJob[], work: Promise<void>): void {
+    const run = work.catch((err: unknown) => {
       if (err instanceof StoppedError || this.#abort.signal.aborted) return;
-      // Not a summarizer error (those are handled in #run): a bug or a broken HISTORY. The node
-      // goes back to the actor, which asks again; the long backoff keeps this from spinning.
-      const ref = { level: request.job.level, index: request.job.index };
-      this.#terminal.set(keyOf(ref), (this.#terminal.get(keyOf(ref)) ?? 0) + 1);
-      this.#deps.log.error(`summary ${request.job.thread} ${request.job.name} failed`, {
-        error: errorText(err),
-      });
-      this.#deps.failed(ref, errorText(err));
+      // Not a summarizer error (those are handled in #run): a bug or a broken HISTORY. The nodes
+      // go back to the actor, which asks again; the long backoff keeps this from spinning.
+      for (const { job } of requests) {
+        const ref = { level: job.level, index: job.index };
+        this.#terminal.set(keyOf(ref), (this.#terminal.get(keyOf(ref)) ?? 0) + 1);
+        this.#deps.log.error(`summary ${job.thread} ${job.name} failed`, {
+          error: errorText(err),
+        });
+        this.#deps.failed(ref, errorText(err));
+      }
     });
     this.#running.add(run);
     void run.finally(() => this.#running.delete(run));
@@ -130,6 +164,91 @@ export class SummaryJobs {
     d.metrics.add(M.summaries, 1, { kind: job.kind, source: "model" });
     this.#terminal.delete(keyOf(ref));
     d.built(ref, published.text);
+  }
+
+  /**
+   * A group of nodes in one summarizer call: those on HISTORY already are reported from there;
+   * the rest share one call (one place under the limiter). Any node the call did not answer
+   * usably (no line, over the limit), a node under a terminal backoff, or every node when the
+   * call fails, is built alone as #run does, with its retries and rewrites.
+   */
+  async #runGroup(group: SummaryGroup, members: RequestedJob[]): Promise<void> {
+    const d = this.#deps;
+    const signal = this.#abort.signal;
+    const stored = await Promise.all(
+      members.map(({ job }) =>
+        retryInPlace(() => d.history.read(job.thread, job.level, job.index), {
+          what: `read summary node ${job.name} of thread '${job.thread}' from HISTORY`,
+          log: d.log,
+          signal,
+        }),
+      ),
+    );
+    const todo: RequestedJob[] = [];
+    const alone: RequestedJob[] = [];
+    members.forEach((member, i) => {
+      const { job } = member;
+      const found = stored[i];
+      if (found) {
+        d.metrics.add(M.summaries, 1, { kind: job.kind, source: "history" });
+        this.#terminal.delete(keyOf(job));
+        d.built({ level: job.level, index: job.index }, found.text);
+      } else if ((this.#terminal.get(keyOf(job)) ?? 0) > 0) alone.push(member);
+      else todo.push(member);
+    });
+    if (todo.length === 1) alone.push(...todo.splice(0));
+    const texts: (string | undefined)[] = [];
+    if (todo.length > 0 && canGroup(d.summarizer)) {
+      await d.limiter.acquire(signal);
+      try {
+        const result = await d.summarizer.summarizeGroup(
+          { ...group, jobs: todo.map((m) => m.job) },
+          signal,
+        );
+        texts.push(...result.texts);
+      } catch (err) {
+        if (!signal.aborted) {
+          d.metrics.add(M.summaryRetries);
+          d.log.warn(
+            `summarizer failed on a group of ${todo.length} nodes of thread '${group.thread}'; building them one by one`,
+            { error: errorText(err) },
+          );
+        }
+      } finally {
+        d.limiter.release();
+      }
+      if (signal.aborted) throw new StoppedError(`summary group of '${group.thread}'`);
+    }
+    const published = todo.map(async (member, i) => {
+      const raw = texts[i];
+      if (raw === undefined || raw.trim() === "") {
+        this.#track([member], this.#run(member));
+        return;
+      }
+      const { job, until } = member;
+      const limit = Math.floor(job.line * 1.25);
+      const text = utf8Bytes(raw) > limit ? cutToBytes(raw, limit) : raw;
+      const what = `summary node ${job.name} of thread '${job.thread}'`;
+      const event: SummaryEvent = {
+        thread: job.thread,
+        level: job.level,
+        index: job.index,
+        text,
+        until,
+        by: d.summarizer.name,
+        ...(job.kind === "leaf" ? { message: { id: job.message.id, seq: job.seq } } : {}),
+      };
+      const done = await retryInPlace(() => d.history.publish(event), {
+        what: `publish ${what} to HISTORY`,
+        log: d.log,
+        signal,
+      });
+      d.metrics.add(M.summaries, 1, { kind: job.kind, source: "group" });
+      this.#terminal.delete(keyOf(job));
+      d.built({ level: job.level, index: job.index }, done.text);
+    });
+    for (const member of alone) this.#track([member], this.#run(member));
+    await Promise.all(published);
   }
 
   /** The summary text, bounded as the core bounds it; undefined after a terminal error. */

@@ -219,6 +219,7 @@ export class ThreadSlot {
       metrics: this.#ctx.metrics,
       log: this.#ctx.log,
       timing: this.#ctx.jobTiming,
+      group: this.#ctx.settings.group ?? 1,
       built: (ref, text) => this.#enqueue({ kind: "built", ref, text }),
       failed: (ref, reason) => this.#enqueue({ kind: "failed", ref, reason }),
     });

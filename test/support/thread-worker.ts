@@ -9,7 +9,7 @@ import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Message } from "../../shared/events.ts";
 import { summaryEventSchema } from "../../shared/history.ts";
-import type { SummaryJob } from "../../shared/jobs.ts";
+import type { GroupResult, GroupSummarizer, SummaryGroup, SummaryJob } from "../../shared/jobs.ts";
 import { replayLog } from "../../shared/replay.ts";
 import type { CoreSettings } from "../../shared/settings.ts";
 import { toSnapshot, type OutlineSnapshot } from "../../shared/snapshot.ts";
@@ -75,6 +75,40 @@ export class FakeSummarizer implements MeteredSummarizer {
 
   usage(): UsageTotals {
     return { ...this.#totals };
+  }
+}
+
+/**
+ * The fake summarizer with group calls (HISTORY_GROUP): each group call answers every node with
+ * the same text as alone, except that every `dropEvery`-th node gets no line (the host must build
+ * it alone) and every `failGroupEvery`-th group call fails (the host must build them one by one).
+ */
+export class FakeGroupSummarizer extends FakeSummarizer implements GroupSummarizer {
+  groupCalls = 0;
+  grouped = 0;
+  readonly #dropEvery: number;
+  readonly #failGroupEvery: number;
+
+  constructor(options: { dropEvery?: number; failGroupEvery?: number } = {}) {
+    super();
+    this.#dropEvery = options.dropEvery ?? 0;
+    this.#failGroupEvery = options.failGroupEvery ?? 0;
+  }
+
+  async summarizeGroup(group: SummaryGroup, signal?: AbortSignal): Promise<GroupResult> {
+    this.groupCalls += 1;
+    await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 4)));
+    if (signal?.aborted) throw new SummarizerError("ABORTED", "aborted", { terminal: false });
+    if (this.#failGroupEvery > 0 && this.groupCalls % this.#failGroupEvery === 0) {
+      throw new SummarizerError("SERVER", "fake group outage (test)", { terminal: false });
+    }
+    const texts = group.jobs.map((job) => {
+      this.grouped += 1;
+      if (this.#dropEvery > 0 && this.grouped % this.#dropEvery === 0) return undefined;
+      // A group's jobs carry the group's view, not their own: the fake text must not depend on it.
+      return fakeSummary(job);
+    });
+    return { texts, calls: 1 };
   }
 }
 
@@ -176,15 +210,21 @@ export async function readHistory(h: Harness, thread: string): Promise<Map<strin
   return nodes;
 }
 
-/** The pure core's snapshot on the thread's log with the summaries read back from HISTORY. */
+/**
+ * The pure core's snapshot on the thread's log with the summaries read back from HISTORY. With
+ * `held`, a node not on HISTORY (held for its group, never built) gets a placeholder text instead
+ * of failing: it must then appear nowhere in the snapshot, which the comparison shows.
+ */
 export async function expectedSnapshot(
   h: Harness,
   thread: string,
   settings: CoreSettings,
+  options: { held?: boolean } = {},
 ): Promise<OutlineSnapshot> {
   const summaries = await readHistory(h, thread);
   const state = replayLog(initialThreadState(thread, settings), h.log.get(thread) ?? [], (job) => {
     const text = summaries.get(`${job.level}:${job.index}`);
+    if (text === undefined && options.held) return `held ${job.name}, never built`;
     if (text === undefined) throw new Error(`node ${job.name} of ${thread} is not on HISTORY`);
     return text;
   });
