@@ -1,4 +1,6 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { THREAD_ID } from "../shared/events.ts";
 import { InvariantError } from "../shared/errors.ts";
 import { DEFAULT_NAMES } from "../services/config/names.ts";
 import { streamDifferences, subjectCovers } from "../services/nats/stream-check.ts";
@@ -34,9 +36,71 @@ describe("subjects", () => {
     expect(acme.parseChat("acme.chat.t9.thread.deleted")?.kind).toBe("thread.deleted");
     expect(acme.parseChat("acme.chat.t9.message.edited")).toBeUndefined();
     expect(acme.parseChat("chat.t9.message.created")).toBeUndefined();
+    for (const bad of [
+      "acme.chat..message.created",
+      "acme.chat.t9.message.created.x",
+      "acme.chat.t9.x.message.created",
+      "acme.chat.t9.message",
+      "acme.chat.t9",
+      "acme.chat.",
+      "acme.chat",
+      "acme.chatt9.message.created",
+      `acme.chat.${"x".repeat(129)}.message.created`,
+      "acme.chat.t*.message.created",
+    ]) {
+      expect(acme.parseChat(bad), bad).toBeUndefined();
+    }
+    expect(acme.parseChat(`acme.chat.${"x".repeat(128)}.thread.deleted`)?.thread).toHaveLength(128);
     expect(s.parseHistory("history.t9.3.14")).toEqual({ thread: "t9", level: 3, index: 14 });
     expect(s.parseHistory("history.t9.3")).toBeUndefined();
     expect(s.parseHistory("history.t9.x.1")).toBeUndefined();
+  });
+});
+
+describe("parseChat", () => {
+  // The reading it replaced (split on dots): the same answer for any subject.
+  function bySplit(prefix: string, subject: string) {
+    if (!subject.startsWith(`${prefix}.`)) return undefined;
+    const rest = subject.slice(prefix.length + 1).split(".");
+    if (rest.length !== 3) return undefined;
+    const [thread, a, b] = rest as [string, string, string];
+    const kind = `${a}.${b}`;
+    if (!THREAD_ID.test(thread)) return undefined;
+    if (kind !== "message.created" && kind !== "thread.deleted") return undefined;
+    return { thread, kind };
+  }
+
+  it("answers as a split on dots would, for any subject", () => {
+    const token = fc.oneof(
+      fc.constantFrom(
+        "chat",
+        "acme",
+        "message",
+        "created",
+        "thread",
+        "deleted",
+        "t9",
+        "",
+        "*",
+        ">",
+      ),
+      fc.string({ maxLength: 6 }),
+      fc.stringMatching(/^[A-Za-z0-9_-]{1,130}$/),
+    );
+    fc.assert(
+      fc.property(
+        fc.constantFrom("chat", "acme.chat"),
+        fc.array(token, { maxLength: 6 }),
+        (prefix, tokens) => {
+          for (const subject of [tokens.join("."), [prefix, ...tokens].join(".")]) {
+            expect(subjects({ ...DEFAULT_NAMES, chatPrefix: prefix }).parseChat(subject)).toEqual(
+              bySplit(prefix, subject),
+            );
+          }
+        },
+      ),
+      { numRuns: 2_000 },
+    );
   });
 });
 

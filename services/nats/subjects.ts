@@ -59,6 +59,7 @@ function stripPrefix(subject: string, prefix: string): string[] | undefined {
 export function subjects(names: InfraNames): Subjects {
   const chat = names.chatPrefix;
   const history = names.historyPrefix;
+  const chatDot = `${chat}.`;
   return {
     messageCreated: (thread) => `${chat}.${token(thread)}.message.created`,
     threadDeleted: (thread) => `${chat}.${token(thread)}.thread.deleted`,
@@ -72,13 +73,16 @@ export function subjects(names: InfraNames): Subjects {
     chatStreamSubjects: [`${chat}.*.message.created`, `${chat}.*.thread.deleted`],
     historyStreamSubjects: [`${history}.>`],
     deadLetter: names.deadSubject,
+    // Once per delivered event: no split, no joined string. `<prefix>.<thread>.<kind>` where the
+    // kind (two tokens) is one of the two and the thread one token.
     parseChat(subject) {
-      const rest = stripPrefix(subject, chat);
-      if (rest?.length !== 3) return undefined;
-      const [thread, a, b] = rest as [string, string, string];
-      const kind = `${a}.${b}`;
-      if (!THREAD_ID.test(thread)) return undefined;
+      if (!subject.startsWith(chatDot)) return undefined;
+      const dot = subject.indexOf(".", chatDot.length);
+      if (dot < 0) return undefined;
+      const kind = subject.slice(dot + 1);
       if (kind !== "message.created" && kind !== "thread.deleted") return undefined;
+      const thread = subject.slice(chatDot.length, dot);
+      if (!THREAD_ID.test(thread)) return undefined;
       return { thread, kind };
     },
     parseHistory(subject) {

@@ -4,7 +4,9 @@ import {
   threadDeletedSchema,
   type Message,
 } from "../../shared/events.ts";
-import type { Subjects } from "../nats/subjects.ts";
+import type { ChatEventKind, Subjects } from "../nats/subjects.ts";
+// The replay's direct check of a plain message body (property-tested to answer as the schema).
+import { parseMessage as plainMessage } from "../cli/replay/validate.ts";
 
 /** A chat event as the worker sees it: valid, or the reason it cannot be applied. */
 export type ChatEvent =
@@ -64,8 +66,25 @@ export function decodeChatEvent(
       },
     };
   }
-  const { thread, kind } = parsed;
-  const invalid = (reason: string) => ({ thread, event: { kind: "invalid" as const, reason } });
+  return {
+    thread: parsed.thread,
+    event: decodeChatBody(parsed.thread, parsed.kind, subject, data),
+  };
+}
+
+/**
+ * The body of a CHAT event whose subject is already parsed (`thread` and `kind` from
+ * `Subjects.parseChat(subject)`), as `decodeChatEvent` decodes it: the worker parses each
+ * subject once, to route it. A plain valid `message.created` body is accepted by a direct check
+ * that builds what the schema would return (`parseMessage`, shared with the replay); anything
+ * else goes to the schema, which decides and gives the reason.
+ */
+export function decodeChatBody(
+  thread: string,
+  kind: ChatEventKind,
+  subject: string,
+  data: Uint8Array,
+): ChatEvent {
   let body: unknown;
   try {
     body = JSON.parse(utf8.decode(data));
@@ -73,6 +92,13 @@ export function decodeChatEvent(
     return invalid(
       `${kind} body is not UTF-8 JSON (${parserProblem(err)}); publish one JSON object as in SPEC §7`,
     );
+  }
+  if (kind === "message.created") {
+    const message = plainMessage(body);
+    if (message) {
+      if (message.thread === thread) return { kind: "message", message };
+      return invalid(wrongThread(kind, thread, message.thread, subject));
+    }
   }
   const schema = kind === "message.created" ? messageCreatedSchema : threadDeletedSchema;
   const result = schema.safeParse(body);
@@ -82,10 +108,18 @@ export function decodeChatEvent(
     );
   }
   if (result.data.thread !== thread) {
-    return invalid(
-      `${kind} body names thread '${result.data.thread}' but arrived on the subject of thread '${thread}'; publish it on ${subject.replace(`.${thread}.`, `.${result.data.thread}.`)}`,
-    );
+    return invalid(wrongThread(kind, thread, result.data.thread, subject));
   }
-  if (kind === "thread.deleted") return { thread, event: { kind: "deleted", at: result.data.at } };
-  return { thread, event: { kind: "message", message: result.data as Message } };
+  if (kind === "thread.deleted") return { kind: "deleted", at: result.data.at };
+  return { kind: "message", message: result.data as Message };
+}
+
+// Plain functions, not closures made per event: tsx names every function expression it
+// compiles with a defineProperty call, a measurable cost per event.
+function invalid(reason: string): ChatEvent {
+  return { kind: "invalid", reason };
+}
+
+function wrongThread(kind: ChatEventKind, thread: string, named: string, subject: string): string {
+  return `${kind} body names thread '${named}' but arrived on the subject of thread '${thread}'; publish it on ${subject.replace(`.${thread}.`, `.${named}.`)}`;
 }

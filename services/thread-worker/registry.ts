@@ -1,4 +1,5 @@
 import type { JsMsg } from "@nats-io/jetstream";
+import type { ChatEventKind } from "../nats/subjects.ts";
 import type { DeliveryEpoch } from "./delivery-ledger.ts";
 import { M } from "./metrics.ts";
 import { ThreadSlot, type SlotEnd } from "./thread-slot.ts";
@@ -30,9 +31,12 @@ export class ThreadRegistry {
     return this.#slots.get(thread);
   }
 
-  /** Queues a delivered chat event on its thread's slot; `epoch` is the ledger's for it. */
-  deliver(thread: string, msg: JsMsg, epoch: DeliveryEpoch): void {
-    this.#slot(thread).enqueueChat(msg, epoch);
+  /**
+   * Queues a delivered chat event on its thread's slot; `epoch` is the ledger's for it, `type` the
+   * event type its subject names.
+   */
+  deliver(thread: string, msg: JsMsg, epoch: DeliveryEpoch, type: ChatEventKind): void {
+    this.#slot(thread).enqueueChat(msg, epoch, type);
   }
 
   /** Loads a thread that has work outstanding though no event is coming (see BusyIndex). */

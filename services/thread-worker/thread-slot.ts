@@ -9,6 +9,7 @@ import { findBuilt, type AppendOutcome, type ThreadState } from "../../shared/th
 import { threadMachine, type ThreadMachine } from "../../machines/thread.ts";
 import { publishDeadLetter } from "../nats/dead-letter.ts";
 import { eraseSubject } from "../nats/erase.ts";
+import type { ChatEventKind } from "../nats/subjects.ts";
 import {
   ActorStateError,
   parsePersisted,
@@ -20,7 +21,7 @@ import {
 import { kvStream, kvSubject } from "./buckets.ts";
 import { BusyIndex } from "./busy-index.ts";
 import { ChatReadError, nextThreadEvent, readChatEvent } from "./chat-reader.ts";
-import { decodeChatEvent, type ChatEvent } from "./decode.ts";
+import { decodeChatBody, type ChatEvent } from "./decode.ts";
 import { provablyContiguous, type DeliveryEpoch } from "./delivery-ledger.ts";
 import { claimMessageId, type IdClaim } from "./id-index.ts";
 import { errorText } from "./log.ts";
@@ -32,7 +33,8 @@ import type { WorkerContext } from "./worker-context.ts";
 
 /** What a thread's queue holds: chat events in delivery order, and summaries coming back. */
 type Item =
-  | { kind: "chat"; msg: JsMsg; epoch: DeliveryEpoch }
+  /** `type`: the event type its subject names (the subject was parsed once, to route it). */
+  | { kind: "chat"; msg: JsMsg; epoch: DeliveryEpoch; type: ChatEventKind }
   | { kind: "built"; ref: NodeRef; text: string }
   | { kind: "failed"; ref: NodeRef; reason: string };
 
@@ -200,8 +202,9 @@ export class ThreadSlot {
     this.#kick();
   }
 
-  enqueueChat(msg: JsMsg, epoch: DeliveryEpoch): void {
-    this.#enqueue({ kind: "chat", msg, epoch });
+  /** A delivered event of this thread; `type` is the event type its subject names. */
+  enqueueChat(msg: JsMsg, epoch: DeliveryEpoch, type: ChatEventKind): void {
+    this.#enqueue({ kind: "chat", msg, epoch, type });
   }
 
   #enqueue(item: Item): void {
@@ -539,13 +542,13 @@ export class ThreadSlot {
         this.#joined = item.epoch;
       }
       cursor = Math.max(cursor, item.msg.seq);
-      const { event } = decodeChatEvent(this.#ctx.subjects, item.msg.subject, item.msg.data);
+      const { subject, data } = item.msg;
       steps.push({
         kind: "entry",
         seq: item.msg.seq,
-        subject: item.msg.subject,
-        data: item.msg.data,
-        event,
+        subject,
+        data,
+        event: decodeChatBody(this.thread, item.type, subject, data),
         msg: item.msg,
       });
     }

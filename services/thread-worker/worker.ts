@@ -229,7 +229,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       deadLetterNow(msg, chatSubjectProblem(names.chatPrefix, msg.subject));
       return;
     }
-    registry.deliver(parsed.thread, msg, epoch);
+    registry.deliver(parsed.thread, msg, epoch, parsed.kind);
   };
 
   const pulling = (async () => {
