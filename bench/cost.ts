@@ -5,17 +5,25 @@
 import { mkdirSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import type { Message } from "../shared/events.ts";
-import type { SummaryJob } from "../shared/jobs.ts";
+import { groupJobs } from "../shared/groups.ts";
+import type { SummaryGroup, SummaryJob } from "../shared/jobs.ts";
 import { nodeId, nodeSize } from "../shared/names.ts";
 import { buildOpenAIPrompt, wholeMessage, type OpenAIMessage } from "../shared/prompt.ts";
-import { answerAll } from "../shared/replay.ts";
+import { jobFor } from "../shared/context.ts";
 import { DEFAULT_SETTINGS } from "../shared/settings.ts";
-import { appendMessage, initialThreadState } from "../shared/thread.ts";
+import {
+  appendMessage,
+  initialThreadState,
+  outboxPublished,
+  summaryBuilt,
+  takeJobs,
+} from "../shared/thread.ts";
 import { estimateMessageTokens } from "../shared/tokens.ts";
 import { extractLeaf, extractMerge } from "../services/summarizer/extractive.ts";
 import {
   SYSTEM_PROMPT,
   contextPrompt,
+  groupTask,
   leafTask,
   mergeTask,
 } from "../services/summarizer/prompts.ts";
@@ -29,6 +37,7 @@ const settings = {
   tail: DEFAULT_SETTINGS.tail,
   outline: DEFAULT_SETTINGS.outline,
   concurrency: 8,
+  group: DEFAULT_SETTINGS.group ?? 1,
 };
 const ROLLING_SUMMARY_BYTES = 8_192;
 
@@ -101,34 +110,54 @@ function turn(s: Strategy, messages: readonly OpenAIMessage[]): void {
   s.previous = current;
 }
 
-function ours(log: readonly Message[]): Strategy {
-  const s = strategy("outline (ours)");
+/** What a node is made from (a leaf's message, a merge's two lines): no instructions, no view. */
+function sourceOf(job: SummaryJob): number {
+  return job.kind === "leaf"
+    ? bytes(job.message.text) + (job.message.steps ? bytes(JSON.stringify(job.message.steps)) : 0)
+    : bytes(job.left.text) + bytes(job.right.text);
+}
+
+/**
+ * Ours as the worker runs it: jobs handed out as the core allows (whole groups of
+ * `group` nodes unless a cut or a batch waits), split into calls as the worker splits them, each
+ * call's input as the OpenAI summarizer would send it; texts from the extractive summarizer.
+ * Without `prompts`, the agent's prompts are not built (their figures are left out).
+ */
+function ours(log: readonly Message[], group: number, prompts = true): Strategy {
+  const s = strategy(group > 1 ? "outline (ours)" : "outline, one node a call");
   const cache = new PrefixCache();
-  let free = 0;
-  const summarize = (job: SummaryJob): string => {
-    const input = [
-      SYSTEM_PROMPT,
-      contextPrompt(job.context),
-      job.kind === "leaf" ? leafTask(job) : mergeTask(job),
-    ].join("\n");
+  let nodes = 0;
+  const call = (g: SummaryGroup): void => {
+    const only = g.jobs.length === 1 ? g.jobs[0] : undefined;
+    const task = only ? (only.kind === "leaf" ? leafTask(only) : mergeTask(only)) : groupTask(g);
+    const input = [SYSTEM_PROMPT, contextPrompt(g.context), task].join("\n");
     s.calls += 1;
     s.inputBytes += bytes(input);
     s.uncachedInputBytes += cache.uncached(input);
-    s.sourceBytes +=
-      job.kind === "leaf"
-        ? bytes(job.message.text) +
-          (job.message.steps ? bytes(JSON.stringify(job.message.steps)) : 0)
-        : bytes(job.left.text) + bytes(job.right.text);
-    const text =
-      job.kind === "leaf"
-        ? extractLeaf(job.message, job.line)
-        : extractMerge(job.left, job.right, job.line);
-    s.outputBytes += bytes(text);
-    return text;
   };
-  let state = initialThreadState("cost", settings);
+  let state = initialThreadState("cost", { ...settings, group });
   for (const [i, message] of log.entries()) {
-    state = answerAll(appendMessage(state, message, i + 1).state, summarize);
+    state = appendMessage(state, message, i + 1).state;
+    for (;;) {
+      const taken = takeJobs(state, Number.MAX_SAFE_INTEGER);
+      if (taken.started.length === 0) break;
+      state = taken.state;
+      const at = state;
+      const jobs = taken.started.map((ref) => jobFor(at, ref));
+      for (const g of groupJobs(jobs, group)) call(g);
+      for (const job of jobs) {
+        nodes += 1;
+        s.sourceBytes += sourceOf(job);
+        const text =
+          job.kind === "leaf"
+            ? extractLeaf(job.message, job.line)
+            : extractMerge(job.left, job.right, job.line);
+        s.outputBytes += bytes(text);
+        state = summaryBuilt(state, job, text).state;
+      }
+    }
+    state = outboxPublished(state, state.outbox.length);
+    if (!prompts) continue;
     const prompt = buildOpenAIPrompt({
       agent: AGENT,
       lines: state.outline.map((l) => ({
@@ -142,9 +171,9 @@ function ours(log: readonly Message[]): Strategy {
     });
     turn(s, prompt.messages);
   }
-  free = state.stats.freeLeaves + state.stats.freeMerges;
+  const free = state.stats.freeLeaves + state.stats.freeMerges;
   console.log(
-    `  ours: ${state.stats.cuts} cuts, ${state.stats.merges} merges, ${free} free nodes, outline ${state.outline.length} lines`,
+    `  ${s.name}: group ${group}, ${state.stats.cuts} cuts, ${state.stats.merges} merges, ${free} free nodes, ${nodes} paid nodes in ${s.calls} calls (${(nodes / Math.max(1, s.calls)).toFixed(1)} a call), outline ${state.outline.length} lines`,
   );
   return s;
 }
@@ -241,7 +270,9 @@ export async function run(): Promise<Record<string, number>> {
   const figures: Record<string, number> = {};
   const all: Strategy[] = [];
   const strategies: [string, (log: readonly Message[]) => Strategy][] = [
-    ["outline", ours],
+    ["outline", (log) => ours(log, settings.group)],
+    // The agent's prompts do not depend on the grouping: only the summarizer's figures are kept.
+    ["outline_single", (log) => ours(log, 1, false)],
     ["sliding", slidingWindow],
     ["rolling", (log) => rollingSummary(log, "overflow")],
     ["rolling_batched", (log) => rollingSummary(log, "cut")],
@@ -257,26 +288,34 @@ export async function run(): Promise<Record<string, number>> {
     );
     figures[`${key}.summarizer_output_bytes_per_message`] = Math.round(s.outputBytes / N);
     figures[`${key}.summarizer_source_bytes_per_message`] = Math.round(s.sourceBytes / N);
-    figures[`${key}.uncached_prompt_bytes_per_turn`] = Math.round(s.uncachedPromptBytes / N);
-    figures[`${key}.uncached_bytes_per_turn`] = Math.round(
-      (s.uncachedPromptBytes + s.uncachedInputBytes) / N,
-    );
-    figures[`${key}.prefix_reuse_pct`] = Number((mean(s.reuse) * 100).toFixed(2));
-    figures[`${key}.prompt_kb_mean`] = Number((mean(s.sizes) / 1024).toFixed(1));
-    figures[`${key}.prompt_kb_max`] = Number((Math.max(...s.sizes) / 1024).toFixed(1));
+    if (s.sizes.length > 0) {
+      figures[`${key}.uncached_prompt_bytes_per_turn`] = Math.round(s.uncachedPromptBytes / N);
+      figures[`${key}.uncached_bytes_per_turn`] = Math.round(
+        (s.uncachedPromptBytes + s.uncachedInputBytes) / N,
+      );
+      figures[`${key}.prefix_reuse_pct`] = Number((mean(s.reuse) * 100).toFixed(2));
+      figures[`${key}.prompt_kb_mean`] = Number((mean(s.sizes) / 1024).toFixed(1));
+      figures[`${key}.prompt_kb_max`] = Number((Math.max(...s.sizes) / 1024).toFixed(1));
+    }
+    const agent =
+      s.sizes.length > 0
+        ? `  reuse ${(mean(s.reuse) * 100).toFixed(2)}% (uncached ${Math.round(s.uncachedPromptBytes / N)} B/turn)  prompt mean ${(mean(s.sizes) / 1024).toFixed(0)} KB max ${(Math.max(...s.sizes) / 1024).toFixed(0)} KB`
+        : "  (agent prompts as ours)";
     console.log(
-      `  ${s.name.padEnd(16)} calls/msg ${(s.calls / N).toFixed(3)}  input B/msg ${Math.round(s.inputBytes / N)} (uncached ${Math.round(s.uncachedInputBytes / N)}, sources ${Math.round(s.sourceBytes / N)})  output B/msg ${Math.round(s.outputBytes / N)}  reuse ${(mean(s.reuse) * 100).toFixed(2)}% (uncached ${Math.round(s.uncachedPromptBytes / N)} B/turn)  prompt mean ${(mean(s.sizes) / 1024).toFixed(0)} KB max ${(Math.max(...s.sizes) / 1024).toFixed(0)} KB  (${((performance.now() - started) / 1000).toFixed(1)} s)`,
+      `  ${s.name.padEnd(16)} calls/msg ${(s.calls / N).toFixed(3)}  input B/msg ${Math.round(s.inputBytes / N)} (uncached ${Math.round(s.uncachedInputBytes / N)}, sources ${Math.round(s.sourceBytes / N)})  output B/msg ${Math.round(s.outputBytes / N)}${agent}  (${((performance.now() - started) / 1000).toFixed(1)} s)`,
     );
   }
   mkdirSync(new URL("../docs/", import.meta.url), { recursive: true });
   const rolling = (xs: number[], w = 200) =>
     xs.map((_, i) => mean(xs.slice(Math.max(0, i - w + 1), i + 1)) * 100);
   const colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
+  // One node a call sends the agent the same prompts as ours: only the summarizer figures differ.
+  const charted = all.filter((s) => s.sizes.length > 0);
   renderChart(new URL("../docs/cost-and-cache.png", import.meta.url).pathname, [
     {
       title: "Prompt size per turn (KB)",
       unit: "",
-      series: all.map((s, k) => ({
+      series: charted.map((s, k) => ({
         name: s.name,
         color: colors[k] ?? "#000",
         values: s.sizes.map((b) => b / 1024),
@@ -286,7 +325,7 @@ export async function run(): Promise<Record<string, number>> {
       title: "Prompt bytes read from the provider's cache, % (mean of the last 200 turns)",
       unit: "%",
       max: 100,
-      series: all.map((s, k) => ({
+      series: charted.map((s, k) => ({
         name: s.name,
         color: colors[k] ?? "#000",
         values: rolling(s.reuse),
