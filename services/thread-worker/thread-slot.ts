@@ -148,6 +148,8 @@ export class ThreadSlot {
   #snapshotRevision = 0;
   /** Whether the busy index lists the thread; unknown until the first check after load. */
   #busyListed: boolean | undefined;
+  /** Woken because the busy index lists the thread (not by an event). */
+  #woken = false;
 
   // Set by the machine's effects while an event is applied; read right after.
   #requested: SummaryJob[] = [];
@@ -196,8 +198,12 @@ export class ThreadSlot {
     return this.#actor?.getSnapshot().context.core;
   }
 
-  /** Loads the actor without an event: its outstanding summaries are asked again. */
+  /**
+   * Loads the actor without an event: its outstanding summaries are asked again. Called for the
+   * threads the busy index lists, so the slot knows its thread is listed.
+   */
   wake(): void {
+    this.#woken = true;
     this.#lastActivity = Date.now();
     this.#kick();
   }
@@ -453,7 +459,11 @@ export class ThreadSlot {
     slotOfActor.set(this.#actor, this);
     this.#actor.start();
     if (!snapshot) {
-      await this.#syncBusy();
+      // A thread is listed only once a state of it with work outstanding is stored (#save), so a
+      // thread with no entry at all is not listed: no request for each new thread. One woken from
+      // the list (its state deleted by hand, say) or with a deleted entry is unlisted as before.
+      if (entry === null && !this.#woken) this.#busyListed = false;
+      else await this.#syncBusy();
       return;
     }
     if (this.#erasing) {
