@@ -2,13 +2,13 @@
 // OPENAI_LIVE_MODEL optional): the one test that shows our prompts work on an actual model.
 import { describe, expect, it } from "vitest";
 import { utf8Bytes } from "../shared/bytes.ts";
-import type { LeafJob, MergeJob } from "../shared/jobs.ts";
+import { canGroup, type LeafJob, type MergeJob } from "../shared/jobs.ts";
 import { createSummarizer } from "../services/summarizer/index.ts";
 
 const key = process.env["OPENAI_API_KEY"];
 const model = process.env["OPENAI_LIVE_MODEL"] ?? "gpt-4o-mini";
 const title = key
-  ? `live model openai/${model}: a leaf and a merge keep the planted facts within the limit`
+  ? `live model openai/${model}: a leaf, a merge and a group keep the planted facts within the limit`
   : "live model (skipped: OPENAI_API_KEY not set)";
 
 const text = [
@@ -70,5 +70,33 @@ describe("OpenAI-compatible summarizer against a live endpoint", () => {
     expect(utf8Bytes(merged.text)).toBeLessThanOrEqual(Math.floor(line * 1.25));
     expect(merged.text).toContain("INV-20931");
     expect(summarizer.usage().calls).toBeGreaterThanOrEqual(2);
+
+    // A group (HISTORY_GROUP): both nodes in one call, each line named and within the limit.
+    if (!canGroup(summarizer)) throw new Error("the OpenAI summarizer builds groups");
+    const second: LeafJob = {
+      ...leaf,
+      index: 3,
+      name: "3+1",
+      message: {
+        ...leaf.message,
+        id: "m3",
+        position: 3,
+        from: "Bo",
+        to: "Ana",
+        text: "Rolled back to 9f3c2ab at 10:40. INV-20931 re-run succeeded.",
+      },
+    };
+    const group = await summarizer.summarizeGroup({
+      thread: "live",
+      line,
+      context: leaf.context,
+      jobs: [leaf, second],
+    });
+    expect(group.calls).toBe(1);
+    const [one, two] = group.texts;
+    expect(one ?? "", "line 2+1 of the group").toContain("9f3c2ab");
+    expect(two ?? "", "line 3+1 of the group").toMatch(/10:40|INV-20931/);
+    for (const t of group.texts)
+      expect(utf8Bytes(t ?? "")).toBeLessThanOrEqual(Math.floor(line * 1.25));
   });
 });
