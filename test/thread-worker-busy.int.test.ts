@@ -39,7 +39,9 @@ describe("thread worker: busy index", () => {
     // Every purge request on the busy bucket's stream (how a thread is unlisted), as it is sent.
     const purges: string[] = [];
     const spy = nc.subscribe(`$JS.API.STREAM.PURGE.KV_${busyBucket}`, {
-      callback: (_err, msg) => purges.push(msg.string()),
+      callback: (_err, msg) => {
+        purges.push(msg.string());
+      },
     });
 
     const worker = await startThreadWorker({
