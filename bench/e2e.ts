@@ -118,7 +118,11 @@ function sampleSum(text: string, name: string, having = ""): number {
 async function ours(
   server: BenchServer,
 ): Promise<Measured & { calls: number; perMessage: string }> {
-  const worker = new BenchChild("thread worker", WORKER, childEnv(server));
+  // BENCH_WORKER_PROF=<dir>: the worker child writes a V8 CPU profile there when it stops (the
+  // whole run, set-up included; summarise it by self time per function).
+  const profDir = process.env.BENCH_WORKER_PROF;
+  const nodeArgs = profDir ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [];
+  const worker = new BenchChild("thread worker", WORKER, childEnv(server), nodeArgs);
   try {
     const nc = await server.connect("publisher");
     const js = jetstream(nc);

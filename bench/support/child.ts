@@ -33,11 +33,14 @@ export class BenchChild {
   #failExit: ((err: Error) => void)[] = [];
   readonly #killOnExit = () => this.child.kill("SIGKILL");
 
-  /** `script`: a path from the repository root or absolute; `env`: the child's whole environment. */
-  constructor(name: string, script: string, env: NodeJS.ProcessEnv) {
+  /**
+   * `script`: a path from the repository root or absolute; `env`: the child's whole environment;
+   * `nodeArgs`: extra options for node (e.g. `--cpu-prof`).
+   */
+  constructor(name: string, script: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = []) {
     this.name = name;
     const loader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-    this.child = spawn(process.execPath, ["--import", loader, script], {
+    this.child = spawn(process.execPath, [...nodeArgs, "--import", loader, script], {
       env,
       stdio: ["ignore", "pipe", "pipe"],
     });
