@@ -179,6 +179,11 @@ const threadSetup = setup({
     /** The event leads to this activity state. */
     leadsTo: ({ context, event }, activity: Activity) =>
       activityOf(stepFor(context, event).core) === activity,
+    /** The event leads to this activity state and its only effect is snapshotChanged. */
+    plainTo: ({ context, event }, activity: Activity) => {
+      const step = stepFor(context, event);
+      return activityOf(step.core) === activity && isPlain(step);
+    },
     merging: ({ context }) => activityOf(context.core) === "merging",
     cutting: ({ context }) => activityOf(context.core) === "cutting",
     summarizing: ({ context }) => activityOf(context.core) === "summarizing",
@@ -206,6 +211,31 @@ const apply = threadSetup.enqueueActions(({ context, event, enqueue }) => {
   for (const effect of step.effects) enqueue(effect);
 });
 
+/**
+ * The same for a plain step, whose only effect is snapshotChanged (most messages and summaries):
+ * two fixed actions instead of enqueueActions, which builds its `enqueue` helpers per call.
+ */
+const applyCore = threadSetup.assign(({ context, event }) => ({
+  core: stepFor(context, event).core,
+}));
+const changed = {
+  type: "snapshotChanged",
+  // After applyCore: the step's core is the context's now.
+  params: ({ context, event }: { context: ThreadContext; event: ThreadEvent }): SnapshotChange => {
+    const step =
+      memo?.event === event && memo.step.core === context.core
+        ? memo.step
+        : stepOf(context.core, event as RoutedEvent);
+    memo = undefined;
+    return (step.effects[0] as Extract<Effect, { type: "snapshotChanged" }>).params;
+  },
+} as const;
+const applyPlain = [applyCore, changed] as const;
+
+function isPlain(step: Step): boolean {
+  return step.effects.length === 1 && step.effects[0]?.type === "snapshotChanged";
+}
+
 const erase = threadSetup.enqueueActions(({ context, event, enqueue }) => {
   if (event.type !== "thread.deleted") return;
   const core = deleteThread(context.core);
@@ -219,9 +249,17 @@ const erase = threadSetup.enqueueActions(({ context, event, enqueue }) => {
  * actor does after it (one microstep, no transient state), its step applied on the way.
  */
 const routed = [
+  { guard: { type: "plainTo", params: "merging" }, target: ".merging", actions: applyPlain },
   { guard: { type: "leadsTo", params: "merging" }, target: ".merging", actions: apply },
+  { guard: { type: "plainTo", params: "cutting" }, target: ".cutting", actions: applyPlain },
   { guard: { type: "leadsTo", params: "cutting" }, target: ".cutting", actions: apply },
+  {
+    guard: { type: "plainTo", params: "summarizing" },
+    target: ".summarizing",
+    actions: applyPlain,
+  },
   { guard: { type: "leadsTo", params: "summarizing" }, target: ".summarizing", actions: apply },
+  { guard: { type: "plainTo", params: "idle" }, target: ".idle", actions: applyPlain },
   { target: ".idle", actions: apply },
 ] as const;
 
@@ -230,7 +268,10 @@ const routed = [
  * neither exits nor re-enters the state. Any other outcome falls through to the root's `routed`.
  */
 function staying(activity: Activity) {
-  const stay = [{ guard: { type: "leadsTo", params: activity }, actions: apply }] as const;
+  const stay = [
+    { guard: { type: "plainTo", params: activity }, actions: applyPlain },
+    { guard: { type: "leadsTo", params: activity }, actions: apply },
+  ] as const;
   return {
     on: {
       "message.created": stay,

@@ -167,4 +167,52 @@ describe("thread machine", () => {
     expect(skipped).toEqual(["rejected"]);
     expect(actor.getSnapshot().context.core.count).toBe(0);
   });
+
+  it("every change reports the state after its event, after the summaries it asks for (plain steps and the rest alike)", () => {
+    const seen: string[] = [];
+    const jobs: SummaryJob[] = [];
+    const actor = createActor(
+      threadMachine.provide({
+        actions: {
+          requestSummary: (_, { job }) => {
+            jobs.push(job);
+            seen.push(`job ${job.name}`);
+          },
+          snapshotChanged: (_, c) => void seen.push(`changed ${c.seq} ${c.count} ${c.boundary}`),
+          skipped: (_, { outcome }) => void seen.push(`skipped ${outcome.type}`),
+        },
+      }),
+      { input },
+    ).start();
+    let plain = 0;
+    for (let i = 0; i < 60; i++) {
+      seen.length = 0;
+      const event: ThreadEvent =
+        i % 3 === 2 && jobs.length > 0
+          ? (() => {
+              const job = jobs.shift() as SummaryJob;
+              return {
+                type: "summary.built",
+                level: job.level,
+                index: job.index,
+                text: fakeSummary(job),
+              };
+            })()
+          : { type: "message.created", message: makeMessage("m1", i, text(i)), seq: i + 1 };
+      actor.send(event);
+      const core = actor.getSnapshot().context.core;
+      // The change comes last and names the state the event left (after its jobs, if any).
+      expect(seen.at(-1)).toBe(`changed ${core.seq} ${core.count} ${core.boundary}`);
+      expect(seen.filter((e) => e.startsWith("changed"))).toHaveLength(1);
+      if (seen.length === 1) plain += 1;
+    }
+    expect(plain).toBeGreaterThan(10);
+    expect(plain).toBeLessThan(60);
+    // A repeated message (still in the tail): reported as skipped, the state unchanged.
+    seen.length = 0;
+    const before = actor.getSnapshot().context.core;
+    actor.send({ type: "message.created", message: makeMessage("m1", 58, text(58)), seq: 999 });
+    expect(seen[0]).toBe("skipped duplicate");
+    expect(seen.at(-1)).toBe(`changed ${before.seq} ${before.count} ${before.boundary}`);
+  });
 });
