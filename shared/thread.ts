@@ -522,8 +522,11 @@ function applyBuilt(s: ThreadState, ref: NodeRef, text: string): void {
   settle(s);
 }
 
-/** Gives the text of a node the thread asks for, at once; `state` is the thread as it asks. */
-export type NodeTexts = (ref: NodeRef, state: ThreadState) => string;
+/**
+ * Gives the text of a node the thread asks for, at once; `state` is the thread as it asks.
+ * Undefined: no text for it (yet); the node stays wanted.
+ */
+export type NodeTexts = (ref: NodeRef, state: ThreadState) => string | undefined;
 
 /**
  * Answers every job the thread asks for with `texts`, at once, until none is outstanding, and
@@ -545,6 +548,7 @@ export function answerWanted(state: ThreadState, texts: NodeTexts): ThreadState 
 }
 
 function answerInto(s: ThreadState, texts: NodeTexts): void {
+  let missing: NodeRef[] | undefined;
   while (s.wanted.length > 0) {
     let started = s.wanted;
     const needed = s.batch?.waitingFor;
@@ -553,9 +557,30 @@ function answerInto(s: ThreadState, texts: NodeTexts): void {
       if (at > 0) started = [needed, ...started.slice(0, at), ...started.slice(at + 1)];
     }
     s.wanted = claim([]);
-    for (const ref of started) applyBuilt(s, ref, texts(ref, s));
+    for (const ref of started) {
+      const text = texts(ref, s);
+      if (text === undefined) (missing ??= []).push(ref);
+      else applyBuilt(s, ref, text);
+    }
   }
+  // Nodes without a text stay wanted, in their order (a replay: never built, held for a group).
+  if (missing) s.wanted = claim(missing);
   if (s.outbox.length > 0) s.outbox = claim([]);
+}
+
+/**
+ * The wanted or in-flight nodes the first pending step waits for: the parent a merge batch needs,
+ * else the leaves of the messages the first planned cut takes out. Empty when nothing waits.
+ */
+export function blockingNodes(state: ThreadState): NodeRef[] {
+  const outstanding = [...state.inflight, ...state.wanted];
+  const needed = state.batch?.waitingFor;
+  if (needed) return outstanding.filter((r) => sameRef(r, needed));
+  const cut = state.cuts[0];
+  if (!cut) return [];
+  return outstanding.filter(
+    (r) => r.level === 0 && r.index >= state.boundary && r.index < cut.boundary,
+  );
 }
 
 /** A message of the log and its stream sequence (0 when not from a stream). */

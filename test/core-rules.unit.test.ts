@@ -3,9 +3,10 @@ import { dueScore, mostDuePair, runBatch, toLine, type Line } from "../shared/ba
 import { jobFor } from "../shared/context.ts";
 import type { Message } from "../shared/events.ts";
 import { lineName, type NodeRef } from "../shared/names.ts";
-import { answerAll } from "../shared/replay.ts";
+import { answerAll, answerByRef } from "../shared/replay.ts";
 import {
   appendMessage,
+  blockingNodes,
   heldBack,
   initialThreadState,
   isAtRest,
@@ -255,5 +256,25 @@ describe("summarizer groups (HISTORY_GROUP)", () => {
     const taken = takeJobs(s);
     expect(taken.started).toHaveLength(8);
     expect(taken.state.wanted).toHaveLength(4);
+  });
+});
+
+describe("answering without every text (a replay of held nodes)", () => {
+  it("a node without a text stays wanted; blockingNodes names the leaves a planned cut waits for", () => {
+    let s = initialThreadState("nt", { ...settings, tail: [300, 600] });
+    let i = 0;
+    const big = (k: number) => `message ${k} ${"q".repeat(3000)}`;
+    while (s.cuts.length === 0) s = append(s, makeMessage("nt", i++, big(i)));
+    const cut = s.cuts[0]?.boundary ?? 0;
+    // Leaf 0 has no text: everything else is answered, the cut cannot happen.
+    s = answerByRef(s, (ref, st) =>
+      ref.level === 0 && ref.index === 0 ? undefined : fakeSummary(jobFor(st, ref)),
+    );
+    expect(s.wanted).toEqual([{ level: 0, index: 0 }]);
+    expect(s.boundary).toBe(0);
+    expect(blockingNodes(s)).toEqual([{ level: 0, index: 0 }]);
+    s = answerByRef(s, (ref, st) => fakeSummary(jobFor(st, ref)));
+    expect(s.boundary).toBeGreaterThanOrEqual(cut);
+    expect(blockingNodes(s)).toEqual([]);
   });
 });

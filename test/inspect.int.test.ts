@@ -46,7 +46,8 @@ describe("outline inspect", () => {
     const lines: string[] = [];
     server = await startInspectServer({ port: 0, onLine: (line) => lines.push(formatLine(line)) });
     const actor = threadActor("insp-a", `ws://127.0.0.1:${server.port}`);
-    // A long message: its leaf needs the summarizer, so the actor leaves idle.
+    // A long message: its leaf needs the summarizer; it waits for its group (held) until the
+    // second message plans a cut, which takes every wanted leaf at once.
     for (let i = 0; i < 4; i++) {
       actor.send({
         type: "message.created",
@@ -66,8 +67,8 @@ describe("outline inspect", () => {
     expect(untimed.slice(0, 7)).toEqual([
       expect.stringMatching(/^insp-a {2}actor registered \(session x:\d+\)$/),
       "insp-a  (new) --xstate.init--> idle  (count=0 boundary=0 lines=0 jobs=0)",
-      "insp-a  idle --message.created--> summarizing  (count=1 boundary=0 lines=0 jobs=1)",
-      "insp-a  summarizing --message.created--> cutting  (count=2 boundary=0 lines=0 jobs=2)",
+      "insp-a  idle --message.created--> idle  (count=1 boundary=0 lines=0 jobs=0 held=1)",
+      "insp-a  idle --message.created--> cutting  (count=2 boundary=0 lines=0 jobs=2)",
       "insp-a  cutting --message.created--> cutting  (count=3 boundary=0 lines=0 jobs=3)",
       "insp-a  cutting --message.created--> cutting  (count=4 boundary=0 lines=0 jobs=4)",
       "insp-a  cutting --summary.built--> cutting  (count=4 boundary=1 lines=1 jobs=3)",

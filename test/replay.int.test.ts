@@ -46,7 +46,7 @@ let nc: NatsConnection;
 let js: JetStreamClient;
 let kv: KV;
 const expected = new Map<string, OutlineSnapshot>();
-/** HISTORY sequence of one model-built node per thread, to delete in the missing-node test. */
+/** HISTORY sequence of one model-built leaf per thread, to delete in the missing-node test. */
 const modelNodes = new Map<string, { level: number; index: number; seq: number }>();
 
 function textFor(thread: string, i: number): string {
@@ -104,7 +104,11 @@ async function buildThread(
           "fake",
           job.kind === "leaf" ? { id: job.message.id, seq: job.seq } : undefined,
         );
-        if (!modelNodes.has(thread)) modelNodes.set(thread, { ...ref, seq: ack.seq });
+        // A leaf: the cut that takes its message out waits for it, so a replay needs it too (an
+        // eager parent may never be used, and a node held for its group is never built).
+        if (!modelNodes.has(thread) && ref.level === 0) {
+          modelNodes.set(thread, { ...ref, seq: ack.seq });
+        }
         st = summaryBuilt(st, ref, text).state;
       }
     }
@@ -194,6 +198,10 @@ describe("outline replay", () => {
   });
 
   it("--all --verify: every one of 50 threads matches its snapshot, with zero model calls", async () => {
+    // Some threads end with nodes held for their summarizer group: never built, not in HISTORY.
+    expect([...expected.values()].filter((e) => (e.pending.held ?? 0) > 0).length).toBeGreaterThan(
+      0,
+    );
     const r = await replay(["--all", "--verify"]);
     expect(r.stderr).not.toMatch(/replay: (?!\d)/);
     expect(r.code).toBe(0);

@@ -1,5 +1,6 @@
 import { createWebSocketInspector } from "@statelyai/inspect";
 import type { AnyEventObject, InspectionEvent, MachineContext } from "xstate";
+import { heldBack, type ThreadState } from "../../shared/thread.ts";
 
 /** Where `--inspect` sends by default: `outline inspect` listens here. */
 export const DEFAULT_INSPECT_URL = "ws://127.0.0.1:8787";
@@ -45,6 +46,8 @@ function summarizeContext(context: MachineContext): MachineContext {
     tail: length(core.tail),
     wanted: length(core.wanted),
     inflight: length(core.inflight),
+    // Wanted nodes waiting for their summarizer group to fill (HISTORY_GROUP).
+    held: heldBack(core as unknown as ThreadState),
     cuts: length(core.cuts),
     deleted: core.deleted,
     seq: core.seq,

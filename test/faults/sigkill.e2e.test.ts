@@ -24,6 +24,8 @@ import {
 // the pure core's state on the same log and the summaries HISTORY holds.
 
 const scope = faultScope();
+// Groups of 4 nodes a summarizer call: kills also land between a group's call and its nodes.
+const settings = { ...SMALL, group: 4 };
 const { processes } = scope;
 
 async function applied(harness: Harness, threads: string[]): Promise<number> {
@@ -51,7 +53,7 @@ describe("fault: SIGKILL during a summarization storm", () => {
     const env = openAIEnv(fake);
     const kills: string[] = [];
     for (let k = 0; k < 5; k++) {
-      const worker = spawnWorker(nats.url, harness.names, SMALL, env);
+      const worker = spawnWorker(nats.url, harness.names, settings, env);
       processes.push(worker);
       await worker.ready();
       waves.push(wave(k));
@@ -69,11 +71,11 @@ describe("fault: SIGKILL during a summarization storm", () => {
     expect(settled.every(Boolean)).toBe(false);
     await Promise.all(waves);
 
-    const last = spawnWorker(nats.url, harness.names, SMALL, env);
+    const last = spawnWorker(nats.url, harness.names, settings, env);
     processes.push(last);
     await last.ready();
     await waitSettled(harness, threads, 120_000);
-    await expectMatchesCleanRun(harness, threads, SMALL);
+    await expectMatchesCleanRun(harness, threads, settings);
     console.log(`${kills.join("; ")}; ${fake.counts.ok} summarizer calls in all`);
     last.kill("SIGTERM");
     expect((await last.exited).code).toBe(0);

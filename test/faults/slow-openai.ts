@@ -4,7 +4,8 @@ import type { AddressInfo } from "node:net";
 
 // An OpenAI-compatible chat completions server for the fault tests, switchable at run time:
 // answering after a delay (a slow model), refusing with 503 (an outage), or never answering
-// (a hung upstream). The summary is a short digest of the request, so texts differ per node;
+// (a hung upstream). The summary is a short digest of the request, so texts differ per node (a
+// group call gets one named line per node);
 // the clean run reads them back from HISTORY, so their content does not matter.
 
 export type Mode =
@@ -18,8 +19,20 @@ export interface SlowOpenAI {
   close(): Promise<void>;
 }
 
+/** A group call (HISTORY_GROUP) names its nodes: `… in this order: 0+1, 1+1, 2+2.` */
+function groupNames(body: string): string[] | undefined {
+  const messages = (JSON.parse(body || "{}") as { messages?: { content?: string }[] }).messages;
+  const task = messages?.at(-1)?.content ?? "";
+  const names = /in this order: ([\d+, ]+)\./.exec(task)?.[1];
+  return names?.split(", ");
+}
+
 function answer(res: ServerResponse, model: string, body: string): void {
   const digest = createHash("sha256").update(body).digest("hex").slice(0, 12);
+  const names = groupNames(body);
+  const content = names
+    ? names.map((name) => `${name}|Ana: summary ${digest} of ${name}.`).join("\n")
+    : `Ana: summary ${digest} of the plan.`;
   res.writeHead(200, { "content-type": "application/json" });
   res.end(
     JSON.stringify({
@@ -30,7 +43,7 @@ function answer(res: ServerResponse, model: string, body: string): void {
       choices: [
         {
           index: 0,
-          message: { role: "assistant", content: `Ana: summary ${digest} of the plan.` },
+          message: { role: "assistant", content },
           finish_reason: "stop",
         },
       ],

@@ -10,10 +10,9 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Message } from "../../shared/events.ts";
 import { summaryEventSchema } from "../../shared/history.ts";
 import type { GroupResult, GroupSummarizer, SummaryGroup, SummaryJob } from "../../shared/jobs.ts";
-import { replayLog } from "../../shared/replay.ts";
 import type { CoreSettings } from "../../shared/settings.ts";
 import { toSnapshot, type OutlineSnapshot } from "../../shared/snapshot.ts";
-import { initialThreadState } from "../../shared/thread.ts";
+import { appendAll, initialThreadState } from "../../shared/thread.ts";
 import type { InfraNames } from "../../services/config/names.ts";
 import { subjects, type Subjects } from "../../services/nats/subjects.ts";
 import type { MeteredSummarizer } from "../../services/summarizer/index.ts";
@@ -211,23 +210,19 @@ export async function readHistory(h: Harness, thread: string): Promise<Map<strin
 }
 
 /**
- * The pure core's snapshot on the thread's log with the summaries read back from HISTORY. With
- * `held`, a node not on HISTORY (held for its group, never built) gets a placeholder text instead
- * of failing: it must then appear nowhere in the snapshot, which the comparison shows.
+ * The pure core's snapshot on the thread's log with the summaries read back from HISTORY. A node
+ * not on HISTORY stays wanted, as in a replay: the worker never built it (held for its summarizer
+ * group). Were it a node a cut or a batch needs, the outline would differ and the comparison fail.
  */
 export async function expectedSnapshot(
   h: Harness,
   thread: string,
   settings: CoreSettings,
-  options: { held?: boolean } = {},
 ): Promise<OutlineSnapshot> {
   const summaries = await readHistory(h, thread);
-  const state = replayLog(initialThreadState(thread, settings), h.log.get(thread) ?? [], (job) => {
-    const text = summaries.get(`${job.level}:${job.index}`);
-    if (text === undefined && options.held) return `held ${job.name}, never built`;
-    if (text === undefined) throw new Error(`node ${job.name} of ${thread} is not on HISTORY`);
-    return text;
-  });
+  const state = appendAll(initialThreadState(thread, settings), h.log.get(thread) ?? [], (ref) =>
+    summaries.get(`${ref.level}:${ref.index}`),
+  ).state;
   return toSnapshot(state);
 }
 

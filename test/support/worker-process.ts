@@ -55,6 +55,7 @@ export function workerEnv(
     HISTORY_TAIL: settings.tail.join(","),
     HISTORY_OUTLINE: settings.outline.join(","),
     HISTORY_CONCURRENCY: String(settings.concurrency),
+    HISTORY_GROUP: String(settings.group ?? 1),
     HISTORY_SUMMARIZER: "extractive",
     // No config file from the working directory may leak into the test.
     OUTLINE_CONFIG: "",

@@ -6,7 +6,7 @@ export interface Transition {
   from: string;
   event: string;
   to: string;
-  /** Short facts after the change: count, boundary, lines, jobs. */
+  /** Short facts after the change: count, boundary, lines, jobs (and nodes held for a group). */
   detail: string;
 }
 
@@ -32,8 +32,9 @@ function detailOf(snapshot: unknown): string {
   const c = (snapshot as { context?: Record<string, unknown> } | undefined)?.context;
   if (!c || c.count === undefined) return "";
   const n = (v: unknown): string => (typeof v === "number" ? String(v) : "?");
-  const jobs = Number(c.wanted ?? 0) + Number(c.inflight ?? 0);
-  return `count=${n(c.count)} boundary=${n(c.boundary)} lines=${n(c.outlineLines)} jobs=${jobs}`;
+  const held = Number(c.held ?? 0);
+  const jobs = Number(c.wanted ?? 0) + Number(c.inflight ?? 0) - held;
+  return `count=${n(c.count)} boundary=${n(c.boundary)} lines=${n(c.outlineLines)} jobs=${jobs}${held > 0 ? ` held=${held}` : ""}`;
 }
 
 function timeOf(createdAt: unknown): Date {

@@ -7,6 +7,7 @@ import { answerByRef, type NodeTexts } from "../../../shared/replay.ts";
 import {
   appendAll,
   appendMessage,
+  blockingNodes,
   deleteThread,
   initialThreadState,
   type ThreadState,
@@ -16,7 +17,7 @@ import {
 export type ChatEvent = MessageEvent | { kind: "deleted"; at: string; seq: number };
 type MessageEvent = { kind: "message"; message: Message; seq: number };
 
-/** A node the thread needs is not in HISTORY: the replay cannot be exact without it. */
+/** A node a cut or a merge batch waits for is not in HISTORY: the replay cannot be exact without it. */
 export class MissingNodeError extends Error {
   override readonly name = "MissingNodeError";
   constructor(readonly job: SummaryJob) {
@@ -32,8 +33,9 @@ export type Resummarize = (job: SummaryJob) => Promise<string>;
 
 /**
  * One thread rebuilt event by event: `replayLog`'s fold (append, then answer every job from
- * HISTORY at once), kept open so a missing node can be awaited from a summarizer and the step
- * retried. The step is retried from the state before it, which the core never modifies.
+ * HISTORY at once). A node HISTORY lacks stays wanted, as in the live thread that never built it
+ * (held for its summarizer group, HISTORY_GROUP); only a node that a cut or a merge batch waits
+ * for is missing for real: built with --resummarize, else a MissingNodeError.
  */
 export class ThreadReplay {
   private s: ThreadState;
@@ -58,25 +60,12 @@ export class ThreadReplay {
     return this.ats[position] ?? "";
   }
 
-  /**
-   * `answerByRef` with the texts HISTORY holds. A job's context (what a model would be sent) is
-   * built only when its node is missing: a stored text does not depend on it.
-   */
-  private readonly fromHistory: NodeTexts = (ref, s) => {
-    const text = this.texts.get(ref.level, ref.index);
-    if (text === undefined) throw new MissingNodeError(jobFor(s, ref));
-    return text;
-  };
-
-  private answerFromHistory(state: ThreadState): ThreadState {
-    return answerByRef(state, this.fromHistory);
-  }
+  /** `answerByRef` with the texts HISTORY holds; a node it lacks stays wanted. */
+  private readonly fromHistory: NodeTexts = (ref) => this.texts.get(ref.level, ref.index);
 
   /**
    * This thread's events of one stream read, in stream order: the messages between deletions
-   * are applied as one transition (`appendAll`), which copies what they share once. With
-   * --resummarize, messages that need a node HISTORY lacks are applied one by one instead (the
-   * node is built on the way); the state before them is unchanged, so they start from it.
+   * are applied as one transition (`appendAll`), which copies what they share once.
    */
   async applyAll(events: readonly ChatEvent[]): Promise<void> {
     let i = 0;
@@ -89,18 +78,14 @@ export class ThreadReplay {
       }
       const run: MessageEvent[] = [];
       for (let e = events[i]; e?.kind === "message"; e = events[++i]) run.push(e);
-      try {
-        const { state, outcomes } = appendAll(this.s, run, this.fromHistory);
-        outcomes.forEach((outcome, k) => {
-          if (outcome.type === "applied") {
-            this.ats[outcome.position] = (run[k] as MessageEvent).message.at;
-          }
-        });
-        this.s = state;
-      } catch (err) {
-        if (!(err instanceof MissingNodeError) || !this.resummarize) throw err;
-        for (const event of run) await this.apply(event);
-      }
+      const { state, outcomes } = appendAll(this.s, run, this.fromHistory);
+      outcomes.forEach((outcome, k) => {
+        if (outcome.type === "applied") {
+          this.ats[outcome.position] = (run[k] as MessageEvent).message.at;
+        }
+      });
+      this.s = state;
+      await this.unblock();
     }
   }
 
@@ -115,15 +100,29 @@ export class ThreadReplay {
     const { state: appended, outcome } = appendMessage(this.s, event.message, event.seq);
     if (outcome.type !== "applied") return;
     this.ats[outcome.position] = event.message.at;
+    this.s = answerByRef(appended, this.fromHistory);
+    await this.unblock();
+  }
+
+  /**
+   * While a cut or a merge batch waits for nodes HISTORY lacks: builds them with
+   * --resummarize (then answers again: the step goes on, and may wait for the next), or fails
+   * naming the first. HISTORY is read whole before any event is applied, so a node it lacks now
+   * was never stored.
+   */
+  private async unblock(): Promise<void> {
     for (;;) {
-      try {
-        this.s = this.answerFromHistory(appended);
-        return;
-      } catch (err) {
-        if (!(err instanceof MissingNodeError) || !this.resummarize) throw err;
-        const text = await this.resummarize(err.job);
-        this.texts.set(err.job.level, err.job.index, text);
+      const missing = blockingNodes(this.s).filter(
+        (ref) => this.texts.get(ref.level, ref.index) === undefined,
+      );
+      const first = missing[0];
+      if (!first) return;
+      if (!this.resummarize) throw new MissingNodeError(jobFor(this.s, first));
+      for (const ref of missing) {
+        const job = jobFor(this.s, ref);
+        this.texts.set(ref.level, ref.index, await this.resummarize(job));
       }
+      this.s = answerByRef(this.s, this.fromHistory);
     }
   }
 }
