@@ -88,18 +88,46 @@ function hostedMachine(): ThreadMachine {
  * The actor's `getPersistedSnapshot()`, without XState walking the whole context for actor
  * references to serialise: the context is the core, plain data that holds none (the machine
  * spawns no actor), so it is set back as is. Saved many times a second, that walk went over every
- * tail message's fields.
+ * tail message's fields. XState's part (status, value, history, children…) is derived from the
+ * snapshot fields in `ShellKey` alone and kept while they are the same objects: most saves
+ * reuse it instead of copying the snapshot's fields again.
  */
-function persistedSnapshotOf(actor: Actor<ThreadMachine>): PersistedActor {
+export function persistedSnapshotOf(
+  actor: Actor<ThreadMachine>,
+  cache: { key?: ShellKey; shell?: PersistedActor },
+): PersistedActor {
   const snapshot = actor.getSnapshot();
-  const persisted = actor.logic.getPersistedSnapshot({
-    ...snapshot,
-    context: NO_CONTEXT,
-  } as unknown as typeof snapshot) as unknown as PersistedActor;
-  persisted.context = snapshot.context;
-  return persisted;
+  const key = cache.key;
+  if (
+    !key ||
+    key.status !== snapshot.status ||
+    key.value !== snapshot.value ||
+    key.historyValue !== snapshot.historyValue ||
+    key.children !== snapshot.children ||
+    key.output !== snapshot.output ||
+    key.error !== snapshot.error
+  ) {
+    cache.shell = actor.logic.getPersistedSnapshot({
+      ...snapshot,
+      context: NO_CONTEXT,
+    } as unknown as typeof snapshot) as unknown as PersistedActor;
+    const { status, value, historyValue, children, output, error } = snapshot;
+    cache.key = { status, value, historyValue, children, output, error };
+  }
+  // A copy in the shell's key order, the context in its place.
+  return { ...(cache.shell as PersistedActor), context: snapshot.context };
 }
 const NO_CONTEXT = {};
+
+/** The snapshot fields XState's persisted form is made of, besides the context. */
+export interface ShellKey {
+  status: unknown;
+  value: unknown;
+  historyValue: unknown;
+  children: unknown;
+  output: unknown;
+  error: unknown;
+}
 
 type Effect =
   | { kind: "requested"; job: SummaryJob }
@@ -150,6 +178,8 @@ export class ThreadSlot {
   #busyListed: boolean | undefined;
   /** Woken because the busy index lists the thread (not by an event). */
   #woken = false;
+  /** XState's part of the persisted snapshot, kept while it does not change (persistedSnapshotOf). */
+  #persistedShell: { key?: ShellKey; shell?: PersistedActor } = {};
 
   // Set by the machine's effects while an event is applied; read right after.
   #requested: SummaryJob[] = [];
@@ -879,7 +909,7 @@ export class ThreadSlot {
       this.thread,
       this.#seen,
       this.#erasing,
-      persistedSnapshotOf(this.#actor as Actor<ThreadMachine>),
+      persistedSnapshotOf(this.#actor as Actor<ThreadMachine>, this.#persistedShell),
     );
     try {
       this.#actorRevision = await this.#retry(
