@@ -99,24 +99,23 @@ export function leafTask(job: LeafJob, maxInputBytes = DEFAULT_MAX_INPUT_BYTES):
   ].join("\n");
 }
 
+/** A merge's covered messages when the host loaded them (a lead line, then `<messages>`). */
+function coveredMessages(job: MergeJob, maxInputBytes: number): string[] {
+  if (!job.messages || job.messages.length === 0) return [];
+  const rows = job.messages.map(
+    (m) => `${m.position}|${m.at}|${renderWho(m)}: ${foldNewlines(m.text)}`,
+  );
+  return [
+    "The messages they cover, for detail the lines had to leave out:",
+    "<messages>",
+    data(clipMiddle(rows.join("\n"), maxInputBytes)),
+    "</messages>",
+  ];
+}
+
 /** Third message of a merge call: two adjacent lines into their parent, with their messages when loaded. */
 export function mergeTask(job: MergeJob, maxInputBytes = DEFAULT_MAX_INPUT_BYTES): string {
-  const messages =
-    job.messages && job.messages.length > 0
-      ? [
-          "The messages they cover, for detail the lines had to leave out:",
-          "<messages>",
-          data(
-            clipMiddle(
-              job.messages
-                .map((m) => `${m.position}|${m.at}|${renderWho(m)}: ${foldNewlines(m.text)}`)
-                .join("\n"),
-              maxInputBytes,
-            ),
-          ),
-          "</messages>",
-        ]
-      : [];
+  const messages = coveredMessages(job, maxInputBytes);
   return [
     `Merge the two adjacent lines below (messages ${job.first} to ${job.last}) into one line of at most ${job.line} bytes. Keep both parts, in order, each by the value order.`,
     "<input>",
@@ -144,26 +143,11 @@ function groupInput(job: LeafJob | MergeJob, maxInputBytes: number): string[] {
       "</input>",
     ];
   }
-  const messages =
-    job.messages && job.messages.length > 0
-      ? [
-          "<messages>",
-          data(
-            clipMiddle(
-              job.messages
-                .map((m) => `${m.position}|${m.at}|${renderWho(m)}: ${foldNewlines(m.text)}`)
-                .join("\n"),
-              maxInputBytes,
-            ),
-          ),
-          "</messages>",
-        ]
-      : [];
   return [
     `<input name="${job.name}" merge="${job.left.id}+${job.left.n} ${job.right.id}+${job.right.n}">`,
     data(renderContextLine(job.left)),
     data(renderContextLine(job.right)),
-    ...messages,
+    ...coveredMessages(job, maxInputBytes).slice(1),
     "</input>",
   ];
 }

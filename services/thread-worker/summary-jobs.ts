@@ -147,6 +147,12 @@ export class SummaryJobs {
     }
     const text = await this.#summarize(job, signal);
     if (text === undefined) return;
+    await this.#publish({ job, until }, text, "model");
+  }
+
+  /** Publishes a built node to HISTORY, then tells the actor (the text HISTORY holds). */
+  async #publish({ job, until }: RequestedJob, text: string, source: string): Promise<void> {
+    const d = this.#deps;
     const event: SummaryEvent = {
       thread: job.thread,
       level: job.level,
@@ -157,13 +163,13 @@ export class SummaryJobs {
       ...(job.kind === "leaf" ? { message: { id: job.message.id, seq: job.seq } } : {}),
     };
     const published = await retryInPlace(() => d.history.publish(event), {
-      what: `publish ${what} to HISTORY`,
+      what: `publish summary node ${job.name} of thread '${job.thread}' to HISTORY`,
       log: d.log,
-      signal,
+      signal: this.#abort.signal,
     });
-    d.metrics.add(M.summaries, 1, { kind: job.kind, source: "model" });
-    this.#terminal.delete(keyOf(ref));
-    d.built(ref, published.text);
+    d.metrics.add(M.summaries, 1, { kind: job.kind, source });
+    this.#terminal.delete(keyOf(job));
+    d.built({ level: job.level, index: job.index }, published.text);
   }
 
   /**
@@ -225,27 +231,8 @@ export class SummaryJobs {
         this.#track([member], this.#run(member));
         return;
       }
-      const { job, until } = member;
-      const limit = Math.floor(job.line * 1.25);
-      const text = utf8Bytes(raw) > limit ? cutToBytes(raw, limit) : raw;
-      const what = `summary node ${job.name} of thread '${job.thread}'`;
-      const event: SummaryEvent = {
-        thread: job.thread,
-        level: job.level,
-        index: job.index,
-        text,
-        until,
-        by: d.summarizer.name,
-        ...(job.kind === "leaf" ? { message: { id: job.message.id, seq: job.seq } } : {}),
-      };
-      const done = await retryInPlace(() => d.history.publish(event), {
-        what: `publish ${what} to HISTORY`,
-        log: d.log,
-        signal,
-      });
-      d.metrics.add(M.summaries, 1, { kind: job.kind, source: "group" });
-      this.#terminal.delete(keyOf(job));
-      d.built({ level: job.level, index: job.index }, done.text);
+      const limit = Math.floor(member.job.line * 1.25);
+      await this.#publish(member, utf8Bytes(raw) > limit ? cutToBytes(raw, limit) : raw, "group");
     });
     for (const member of alone) this.#track([member], this.#run(member));
     await Promise.all(published);
