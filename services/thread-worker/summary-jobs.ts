@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { cutToBytes, utf8Bytes } from "../../shared/bytes.ts";
 import type { SummaryEvent } from "../../shared/history.ts";
 import { groupJobs } from "../../shared/groups.ts";
@@ -66,6 +67,9 @@ export class SummaryJobs {
 
   constructor(deps: SummaryJobsDeps) {
     this.#deps = deps;
+    // Every job waiting (for the limiter, a retry, HISTORY) listens to this one signal: up to
+    // concurrency × group of them per thread, past Node's warning threshold of 10 by design.
+    setMaxListeners(0, this.#abort.signal);
   }
 
   /** Jobs running, and those started this turn that are not grouped into calls yet. */
