@@ -25,9 +25,10 @@ export const outline: Command = {
       out.line(
         `thread ${s.thread}: ${s.count} messages; outline ${s.lines.length} lines, ${s.bytes} bytes, covers 0–${s.boundary - 1}; tail ${s.tail.length} whole; cut at ${s.cutAt ?? "never"}; seq ${s.seq}`,
       );
-      if (s.pending && (s.pending.jobs > 0 || s.pending.cuts > 0)) {
+      const held = s.pending?.held ?? 0;
+      if (s.pending && (s.pending.jobs > 0 || s.pending.cuts > 0 || held > 0)) {
         out.line(
-          `pending: ${s.pending.jobs} summaries, ${s.pending.cuts} cuts${s.pending.merging ? ", merging" : ""}`,
+          `pending: ${s.pending.jobs} summaries, ${s.pending.cuts} cuts${s.pending.merging ? ", merging" : ""}${held > 0 ? `; ${held} due nodes held for their summarizer group (HISTORY_GROUP)` : ""}`,
         );
       }
       const width = Math.max(4, ...s.lines.map((l) => `${l.id}+${l.n}`.length));
