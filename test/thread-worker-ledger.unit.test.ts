@@ -80,4 +80,18 @@ describe("delivery ledger: when a slot may skip its gap read", () => {
     ledger.released(5);
     expect(ledger.held).toBe(0);
   });
+
+  it("caught up (nothing left to deliver, no delivery for a while): not behind whatever it holds, until the next delivery", () => {
+    const ledger = new DeliveryLedger();
+    for (let i = 1; i <= 150; i++) ledger.observe(delivery(i, i, 1, 150 - i));
+    // The consumer is empty, but 150 events are held unacknowledged: behind.
+    expect(ledger.undelivered).toBe(0);
+    expect(ledger.behind).toBe(true);
+    ledger.caughtUp();
+    expect(ledger.behind).toBe(false);
+    // The next delivery ends it: behind again by the usual rules.
+    ledger.observe(delivery(151, 151, 1, 3));
+    expect(ledger.undelivered).toBe(3);
+    expect(ledger.behind).toBe(true);
+  });
 });

@@ -31,6 +31,8 @@ export class DeliveryLedger {
   #pending = 0;
   /** Deliveries not yet acknowledged (or given up by a slot that ended). */
   #held = 0;
+  /** Set by `caughtUp`, cleared by the next delivery. */
+  #caughtUp = false;
 
   /**
    * The worker is catching up on a backlog: the consumer had events not yet delivered at the
@@ -38,7 +40,20 @@ export class DeliveryLedger {
    * waits a little so one save stores several events.
    */
   get behind(): boolean {
-    return this.#pending > 0 || this.#held >= BEHIND_WHEN_HELD;
+    return !this.#caughtUp && (this.#pending > 0 || this.#held >= BEHIND_WHEN_HELD);
+  }
+
+  /**
+   * No delivery came for a while and the consumer had none left to deliver: nothing more is
+   * coming for now, so the worker is not behind whatever it holds (until the next delivery).
+   */
+  caughtUp(): void {
+    this.#caughtUp = true;
+  }
+
+  /** Events the consumer had not delivered yet, as of the last delivery. */
+  get undelivered(): number {
+    return this.#pending;
   }
 
   /** Delivered events this worker holds unacknowledged (for tests and metrics). */
@@ -70,6 +85,7 @@ export class DeliveryLedger {
     }
     this.#lastDelivery = deliverySequence;
     this.#pending = msg.info.pending;
+    this.#caughtUp = false;
     this.#held += 1;
     if (this.#epoch.start === undefined && deliveryCount === 1) this.#epoch.start = msg.seq;
     return this.#epoch;

@@ -64,6 +64,11 @@ export class ThreadRegistry {
     this.#ctx.metrics.set(M.actors, this.#slots.size);
   }
 
+  /** The worker caught up: every thread's events waiting for their save linger are saved now. */
+  saveLingering(): void {
+    for (const slot of this.#slots.values()) slot.saveLingering();
+  }
+
   /** Persists and stops actors idle for `idleMs`, so memory stays bounded by active threads. */
   sweep(idleMs: number, now = Date.now()): void {
     for (const slot of this.#slots.values()) slot.passivateIfIdle(now, idleMs);

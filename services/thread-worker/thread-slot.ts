@@ -398,6 +398,19 @@ export class ThreadSlot {
   // -------------------------------------------------------------------------------------------
   // Lifecycle driven by the registry
 
+  /**
+   * The worker has caught up (no delivery for a while and none waiting in the consumer): chat
+   * events waiting for their save linger are saved, and so acknowledged, now. No more events are
+   * coming to share that save, so waiting would only delay their acks and the snapshot.
+   */
+  saveLingering(): void {
+    if (this.#ended || this.#unsavedSince === undefined) return;
+    clearTimeout(this.#saveTimer);
+    this.#saveTimer = undefined;
+    this.#saveDue = true;
+    this.#kick();
+  }
+
   /** Asks the loop to persist and stop the actor if it has been idle for `idleMs`. */
   passivateIfIdle(now: number, idleMs: number): void {
     if (this.#ended || this.#running || this.#queue.length > 0 || this.#jobs.active > 0) return;

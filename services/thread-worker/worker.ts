@@ -92,6 +92,8 @@ export const DEFAULT_BACKLOG_LIMIT = 4_000;
 export const DEFAULT_ACK_WAIT_MS = 30_000;
 /** Longest applied chat events wait for more before their state is saved and they are acked. */
 export const DEFAULT_SAVE_LINGER_MS = 500;
+/** No delivery for this long, with none waiting in the consumer: lingering saves are done now. */
+const CAUGHT_UP_MS = 20;
 
 /** The worker's consumer is ours to shape only when we create it; an existing one is checked. */
 async function ensureConsumer(
@@ -221,8 +223,34 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       ),
     );
 
+  // Caught up: once the consumer has nothing more to deliver and no delivery came for
+  // CAUGHT_UP_MS, the events lingering for a shared save are saved and acknowledged at once (the
+  // linger only pays while more events are coming). One timer at a time, armed by a delivery
+  // that left the consumer empty, never one per event.
+  let deliveries = 0;
+  let caughtUpCheck: NodeJS.Timeout | undefined;
+  // Set as stop() or abandon() begins: a slot draining must not be kicked into a save beside it.
+  let closing = false;
+  const armCaughtUp = () => {
+    caughtUpCheck = setTimeout(checkCaughtUp, CAUGHT_UP_MS, deliveries);
+  };
+  const checkCaughtUp = (seen: number) => {
+    caughtUpCheck = undefined;
+    if (closing || ctx.deliveries.undelivered > 0) return;
+    if (deliveries !== seen) {
+      armCaughtUp();
+      return;
+    }
+    // Events still queued are saved as they are applied; those already waiting are saved now.
+    ctx.deliveries.caughtUp();
+    registry.saveLingering();
+  };
+
   const route = (msg: JsMsg) => {
     const epoch = ctx.deliveries.observe(msg);
+    deliveries++;
+    if (!caughtUpCheck && !closing && saveLingerMs > 0 && ctx.deliveries.undelivered === 0)
+      armCaughtUp();
     const parsed = s.parseChat(msg.subject);
     if (!parsed) {
       // Not a thread's event (no slot reads it in a gap either): recorded on its own.
@@ -307,7 +335,9 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     async stop() {
       if (stopped) return;
       stopped = true;
+      closing = true;
       clearInterval(sweeper);
+      clearTimeout(caughtUpCheck);
       await messages.close();
       await pulling;
       await registry.drain();
@@ -319,8 +349,10 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     abandon() {
       if (stopped) return;
       stopped = true;
+      closing = true;
       stopping.abort();
       clearInterval(sweeper);
+      clearTimeout(caughtUpCheck);
       messages.stop();
       registry.abandon();
       metricsSub.unsubscribe();
