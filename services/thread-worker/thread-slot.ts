@@ -633,7 +633,9 @@ export class ThreadSlot {
     if (erased) await this.#erase();
     else if (chatSeen && this.#state().deleted) await this.#purgeChat();
     if (this.#state().outbox.length > 0) await this.#publishOutbox();
-    if (this.#unclaimed.size > 0) await this.#claimUnclaimed();
+    // Checked here first: while the tail holds the whole thread (most bursts) there is nothing to
+    // claim, and no promise or await per burst.
+    if (this.#unclaimedDue()) await this.#claimUnclaimed();
     this.#checkAlive();
     // Chat events are acknowledged only once the state that includes them is stored. A burst of
     // summaries alone has nothing to acknowledge and is saved a little later, coalesced: after
@@ -756,6 +758,13 @@ export class ThreadSlot {
     }
     if (pending.length === 0) return claims;
     return Promise.all(pending).then(() => claims);
+  }
+
+  /** Ids applied without a claim must go to the index now (see #claimUnclaimed). */
+  #unclaimedDue(): boolean {
+    if (this.#unclaimed.size === 0) return false;
+    const core = this.#state();
+    return core.deleted || !isTailComplete(core);
   }
 
   /**
@@ -912,7 +921,7 @@ export class ThreadSlot {
   /** Writes the actor state, fenced on its revision; retried in place until it is stored. */
   async #save(): Promise<void> {
     const { buckets } = this.#ctx;
-    if (this.#unclaimed.size > 0) await this.#claimUnclaimed();
+    if (this.#unclaimedDue()) await this.#claimUnclaimed();
     // The events applied so far are in the state written below: acknowledged once it is stored.
     const acks = this.#unacked;
     const hadChat = this.#unsavedSince !== undefined;
