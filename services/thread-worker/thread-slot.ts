@@ -271,11 +271,14 @@ export class ThreadSlot {
   #kick(): void {
     if (this.#running || this.#ended || this.#kickScheduled) return;
     this.#kickScheduled = true;
-    this.#ctx.soon.run(() => {
-      this.#kickScheduled = false;
-      this.#kickNow();
-    });
+    this.#ctx.soon.run(this.#kicked);
   }
+
+  /** The scheduled kick, one function per slot rather than a closure per kick. */
+  readonly #kicked = (): void => {
+    this.#kickScheduled = false;
+    this.#kickNow();
+  };
 
   #kickNow(): void {
     if (this.#running || this.#ended) return;
@@ -328,7 +331,13 @@ export class ThreadSlot {
 
   /** The next burst: the queue's head, or while backlogged only the summaries' results. */
   #nextItems(): Item[] {
-    if (!this.#backlogged()) return this.#queue.splice(0, this.#ctx.maxBurst);
+    if (!this.#backlogged()) {
+      // The whole queue (the usual case) is taken as it is, not copied out.
+      if (this.#queue.length > this.#ctx.maxBurst) return this.#queue.splice(0, this.#ctx.maxBurst);
+      const items = this.#queue;
+      this.#queue = [];
+      return items;
+    }
     const results = this.#queue.filter((item) => item.kind !== "chat");
     if (results.length > 0) this.#queue = this.#queue.filter((item) => item.kind === "chat");
     else this.#heartbeat();
