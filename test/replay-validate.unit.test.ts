@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { messageCreatedSchema } from "../shared/events.ts";
 import { summaryEventSchema } from "../shared/history.ts";
-import { parseMessage, parseSummary } from "../services/cli/replay/validate.ts";
+import { parseMessage, parseSummary } from "../shared/validate.ts";
 
 const runs = Number(process.env.PROPERTY_RUNS ?? 40) * 25;
 

@@ -6,7 +6,7 @@ import {
 } from "../../shared/events.ts";
 import type { ChatEventKind, Subjects } from "../nats/subjects.ts";
 // The replay's direct check of a plain message body (property-tested to answer as the schema).
-import { parseMessage as plainMessage } from "../cli/replay/validate.ts";
+import { parseMessage as plainMessage } from "../../shared/validate.ts";
 
 /** A chat event as the worker sees it: valid, or the reason it cannot be applied. */
 export type ChatEvent =

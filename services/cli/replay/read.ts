@@ -3,7 +3,7 @@ import { threadDeletedSchema } from "../../../shared/events.ts";
 import type { InfraNames } from "../../config/names.ts";
 import { subjects, type Subjects } from "../../nats/subjects.ts";
 import type { ChatEvent } from "./rebuild.ts";
-import { parseMessage, parseSummary } from "./validate.ts";
+import { parseMessage, parseSummary } from "../../../shared/validate.ts";
 
 export interface RawEvent {
   subject: string;

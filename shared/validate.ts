@@ -1,16 +1,11 @@
-// Cheaper validation for the replay's bulk reads. Events written by the platform and the worker
-// are almost always plain and valid: a direct check accepts those and builds exactly what the
-// zod schema would return (same keys, same order, same values). Anything it is not certain of
-// (an unknown key, an unusual time format, a wrong type) goes to the schema, which decides and
-// gives the reason. So the replay applies and skips the same events as the worker, at a fraction
-// of the cost.
-import {
-  messageCreatedSchema,
-  THREAD_ID,
-  type Message,
-  type Role,
-} from "../../../shared/events.ts";
-import { summaryEventSchema, type SummaryEvent } from "../../../shared/history.ts";
+// Cheaper validation for bulk reads (the replay, the worker's decoder). Events written by the
+// platform and the worker are almost always plain and valid: a direct check accepts those and
+// builds exactly what the zod schema would return (same keys, same order, same values). Anything
+// it is not certain of (an unknown key, an unusual time format, a wrong type) goes to the schema,
+// which decides and gives the reason. So the replay applies and skips the same events as the
+// worker, at a fraction of the cost.
+import { messageCreatedSchema, THREAD_ID, type Message, type Role } from "./events.ts";
+import { summaryEventSchema, type SummaryEvent } from "./history.ts";
 
 type Body = Record<string, unknown>;
 
