@@ -108,7 +108,7 @@ describe("thread worker process", () => {
     const worker = await spawnWorker(h);
     const started = Date.now();
     await publishAll(h, threads, 2_000);
-    await waitSettled(h, threads, 180_000);
+    await waitSettled(h, threads, 300_000);
     const seconds = (Date.now() - started) / 1000;
     await expectMatchesCore(h, threads);
     const metrics = await h.nc.request(`${h.names.apiPrefix}.metrics.worker`, "", {
@@ -118,5 +118,5 @@ describe("thread worker process", () => {
     console.log(`20 × 2,000 messages applied and settled in ${seconds.toFixed(1)} s`);
     worker.kill("SIGTERM");
     expect((await worker.exited).code).toBe(0);
-  }, 400_000);
+  }, 500_000);
 });
