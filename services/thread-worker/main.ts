@@ -34,7 +34,7 @@ async function main(): Promise<void> {
     ...(inspector ? { inspect: inspector.inspect } : {}),
   });
   log.info(
-    `consuming ${config.names.chatStream} as ${config.names.workerDurable} at ${redactUrl(url)} with ${summarizer.name} (concurrency ${config.settings.concurrency}); metrics on ${workerMetricsSubject(config.names)}`,
+    `consuming ${config.names.chatStream} as ${config.names.workerDurable} at ${redactUrl(url)} with ${summarizer.name} (concurrency ${config.settings.concurrency}, group ${config.settings.group ?? 1}); metrics on ${workerMetricsSubject(config.names)}`,
   );
 
   let stopping = false;
