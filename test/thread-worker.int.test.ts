@@ -1,12 +1,9 @@
 import type { NatsConnection } from "@nats-io/transport-node";
-import { afterEach, describe, expect, inject, it } from "vitest";
-import { connectNats } from "../services/nats/connect.ts";
-import { DEAD_LETTER_HEADERS, ensureTopology } from "../services/nats/topology.ts";
+import { describe, expect, it } from "vitest";
+import { DEAD_LETTER_HEADERS } from "../services/nats/topology.ts";
 import { idKey } from "../services/thread-worker/id-index.ts";
-import { quietLogger } from "../services/thread-worker/log.ts";
 import { M } from "../services/thread-worker/metrics.ts";
 import {
-  startThreadWorker,
   workerMetricsSubject,
   type ThreadWorker,
   type ThreadWorkerOptions,
@@ -17,54 +14,30 @@ import {
   expectedSnapshot,
   FakeGroupSummarizer,
   FakeSummarizer,
-  harness,
   publishMessage,
   publishRaw,
   readSnapshot,
   SMALL,
-  uniqueNames,
   waitFor,
   waitSettled,
   type Harness,
 } from "./support/thread-worker.ts";
+import { workerScope } from "./support/worker-scope.ts";
 
-const connections: NatsConnection[] = [];
-const workers: ThreadWorker[] = [];
-
-async function connect(name: string): Promise<NatsConnection> {
-  const nc = await connectNats({ url: inject("natsUrl"), name });
-  connections.push(nc);
-  return nc;
-}
-
-afterEach(async () => {
-  for (const w of workers.splice(0)) await w.stop().catch(() => {});
-  for (const nc of connections.splice(0)) await nc.close().catch(() => {});
-});
+const scope = workerScope();
+const connect = (name: string) => scope.connect(name);
 
 async function setup(): Promise<Harness> {
-  const names = uniqueNames();
-  const nc = await connect("thread-worker-test");
-  await ensureTopology(nc, names);
-  return harness(nc, names);
+  return (await scope.setup("thread-worker-test")).h;
 }
 
-async function start(
+/** A worker on `h` (on `nc` when given: another connection, as another process would have). */
+function start(
   h: Harness,
   extra: Partial<ThreadWorkerOptions> = {},
   nc?: NatsConnection,
 ): Promise<ThreadWorker> {
-  const worker = await startThreadWorker({
-    nc: nc ?? h.nc,
-    names: h.names,
-    settings: SMALL,
-    summarizer: new FakeSummarizer(),
-    log: quietLogger,
-    snapshotDelayMs: 20,
-    ...extra,
-  });
-  workers.push(worker);
-  return worker;
+  return scope.start(h, nc ? { ...extra, nc } : extra);
 }
 
 async function expectMatchesCore(h: Harness, threads: string[]): Promise<void> {
@@ -267,7 +240,7 @@ describe("thread worker", () => {
     );
     // A crash: no drain, no final write, the connection just goes.
     workerA.abandon();
-    workers.splice(workers.indexOf(workerA), 1);
+    scope.forget(workerA);
     await ncA.close();
     await publishing;
 
@@ -339,7 +312,7 @@ describe("thread worker", () => {
     expect(stuck?.count).toBe(40);
     expect(stuck?.pending.jobs).toBeGreaterThan(0);
     workerA.abandon();
-    workers.splice(workers.indexOf(workerA), 1);
+    scope.forget(workerA);
     await ncA.close();
 
     await start(h);

@@ -14,12 +14,16 @@ import {
 import { FakeSummarizer, harness, SMALL, uniqueNames, type Harness } from "./thread-worker.ts";
 
 export interface WorkerScope {
+  /** Another connection to the run's nats-server, closed after the test. */
+  connect(name: string): Promise<NatsConnection>;
   /** A connection, fresh names with their topology, and a harness over them. */
   setup(name: string): Promise<{ nc: NatsConnection; h: Harness }>;
   /** A worker on `h` (SMALL settings, fake summarizer, quiet log unless `extra` says otherwise). */
   start(h: Harness, extra?: Partial<ThreadWorkerOptions>): Promise<ThreadWorker>;
   /** Stops the workers started so far (the test goes on with new ones). */
   stopWorkers(): Promise<void>;
+  /** A worker the test stopped or crashed itself: not stopped again after the test. */
+  forget(worker: ThreadWorker): void;
 }
 
 export function workerScope(): WorkerScope {
@@ -32,11 +36,16 @@ export function workerScope(): WorkerScope {
     await stopWorkers();
     for (const nc of connections.splice(0)) await nc.close().catch(() => {});
   });
+  const connect = async (name: string) => {
+    const nc = await connectNats({ url: inject("natsUrl"), name });
+    connections.push(nc);
+    return nc;
+  };
   return {
+    connect,
     async setup(name) {
       const names = uniqueNames();
-      const nc = await connectNats({ url: inject("natsUrl"), name });
-      connections.push(nc);
+      const nc = await connect(name);
       await ensureTopology(nc, names);
       return { nc, h: await harness(nc, names) };
     },
@@ -54,5 +63,9 @@ export function workerScope(): WorkerScope {
       return worker;
     },
     stopWorkers,
+    forget(worker) {
+      const at = workers.indexOf(worker);
+      if (at >= 0) workers.splice(at, 1);
+    },
   };
 }
