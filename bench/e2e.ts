@@ -16,6 +16,7 @@ import { NAME_VARIABLES, type InfraNames } from "../services/config/names.ts";
 import { subjects } from "../services/nats/subjects.ts";
 import { M } from "../services/thread-worker/metrics.ts";
 import { workerMetricsSubject } from "../services/thread-worker/worker.ts";
+import { BENCH_CONFIG_FILE } from "./support/bench-config.ts";
 import { BenchChild, cpuSecondsOf } from "./support/child.ts";
 import { perSecond, publishAll, roundRobin } from "./support/load.ts";
 import { profiled } from "./support/profile.ts";
@@ -45,6 +46,7 @@ function childEnv(server: BenchServer, extra: Record<string, string> = {}): Node
     if (!/^(HISTORY_|OUTLINE_|NATS_)/.test(key)) env[key] = value;
   }
   env.NATS_URL = server.url;
+  env.OUTLINE_CONFIG = BENCH_CONFIG_FILE;
   for (const key of Object.keys(NAME_VARIABLES) as (keyof InfraNames)[]) {
     env[NAME_VARIABLES[key]] = server.names[key];
   }

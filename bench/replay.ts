@@ -10,6 +10,7 @@ import { DEFAULT_SETTINGS } from "../shared/settings.ts";
 import { run as replayCommand } from "../services/cli/replay/run.ts";
 import { subjects } from "../services/nats/subjects.ts";
 import { replayWithNodes } from "../test/support/outline-fixture.ts";
+import { BENCH_CONFIG_FILE } from "./support/bench-config.ts";
 import { InstantSummarizer } from "./support/instant.ts";
 import { perSecond, publishAll, roundRobin, type Outgoing } from "./support/load.ts";
 import { profiled } from "./support/profile.ts";
@@ -92,7 +93,7 @@ export async function run(): Promise<Record<string, number>> {
       const replayStart = performance.now();
       const code = await profiled(() =>
         replayCommand(["--all"], {
-          env: { NATS_URL: server.url },
+          env: { NATS_URL: server.url, OUTLINE_CONFIG: BENCH_CONFIG_FILE },
           stdout: sink,
           stderr: { write: () => {} },
           summarizer,
