@@ -1,7 +1,11 @@
-import { createActor } from "xstate";
+import { createActor, type Snapshot } from "xstate";
 import { describe, expect, it } from "vitest";
 import { threadMachine } from "../machines/thread.ts";
-import { persistedSnapshotOf, type ShellKey } from "../services/thread-worker/thread-slot.ts";
+import {
+  freshSnapshot,
+  persistedSnapshotOf,
+  type ShellKey,
+} from "../services/thread-worker/thread-slot.ts";
 import type { PersistedActor } from "../services/thread-worker/actor-store.ts";
 import { fakeSummary, makeMessage } from "./support/conversation.ts";
 import type { SummaryJob } from "../shared/jobs.ts";
@@ -48,5 +52,36 @@ describe("persistedSnapshotOf", () => {
     expect(values).toContain("deleted");
     expect(values.size).toBeGreaterThan(2);
     expect(reused).toBeGreaterThan(40);
+  });
+});
+
+describe("freshSnapshot", () => {
+  it("starts a new thread's actor where the machine's initial transition does, and it goes on the same", () => {
+    const fresh = freshSnapshot("f1", settings);
+    // Made per actor: nothing of it is shared with the next thread's.
+    const other = freshSnapshot("f2", settings);
+    expect(other.context.core.thread).toBe("f2");
+    expect(other.historyValue).not.toBe(fresh.historyValue);
+    const actors = [
+      createActor(threadMachine, { input: { thread: "f1", settings } }),
+      createActor(threadMachine, {
+        input: { thread: "f1", settings },
+        snapshot: fresh as unknown as Snapshot<unknown>,
+      }),
+    ].map((actor) => actor.start());
+    const [plain, restored] = actors as [(typeof actors)[0], (typeof actors)[0]];
+    expect(JSON.stringify(restored.getPersistedSnapshot())).toBe(
+      JSON.stringify(plain.getPersistedSnapshot()),
+    );
+    for (let i = 0; i < 40; i++) {
+      const text = `message ${i}: ` + "lorem ipsum dolor ".repeat(1 + (i % 9));
+      for (const actor of actors)
+        actor.send({ type: "message.created", message: makeMessage("f1", i, text), seq: i + 1 });
+      expect(restored.getSnapshot().value).toBe(plain.getSnapshot().value);
+    }
+    expect(plain.getSnapshot().value).not.toBe("idle");
+    expect(JSON.stringify(restored.getPersistedSnapshot())).toBe(
+      JSON.stringify(plain.getPersistedSnapshot()),
+    );
   });
 });

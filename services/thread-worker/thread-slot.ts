@@ -5,7 +5,13 @@ import type { Message } from "../../shared/events.ts";
 import type { SummaryJob } from "../../shared/jobs.ts";
 import type { NodeRef } from "../../shared/names.ts";
 import { toSnapshot } from "../../shared/snapshot.ts";
-import { findBuilt, type AppendOutcome, type ThreadState } from "../../shared/thread.ts";
+import type { CoreSettings } from "../../shared/settings.ts";
+import {
+  findBuilt,
+  initialThreadState,
+  type AppendOutcome,
+  type ThreadState,
+} from "../../shared/thread.ts";
 import { threadMachine, type ThreadMachine } from "../../machines/thread.ts";
 import { publishDeadLetter } from "../nats/dead-letter.ts";
 import { eraseSubject } from "../nats/erase.ts";
@@ -48,6 +54,10 @@ interface ChatEntry {
   msg?: JsMsg;
 }
 
+/** The label of an applied message and the claim of a new id, made once rather than per message. */
+const MESSAGE_EVENT = { kind: "message" } as const;
+const NEW_ID: IdClaim = { type: "new" };
+
 type Step = ChatEntry | Exclude<Item, { kind: "chat" }>;
 
 type Skip = {
@@ -82,6 +92,29 @@ function hostedMachine(): ThreadMachine {
     },
   });
   return hosted;
+}
+
+/** XState's part of a new actor's persisted snapshot (JSON), per settings. */
+const freshShells = new WeakMap<CoreSettings, string>();
+
+/**
+ * The persisted snapshot a new thread's actor starts from: the machine's initial snapshot, its
+ * XState part worked out once, with the thread's own initial context (the one the machine's
+ * `context` makes from the same input). Restoring it costs a third of what XState's initial
+ * transition costs, paid by every thread a worker meets for the first time.
+ */
+export function freshSnapshot(thread: string, settings: CoreSettings): PersistedActor {
+  let shell = freshShells.get(settings);
+  if (shell === undefined) {
+    const initial = createActor(hostedMachine(), { input: { thread, settings } });
+    const persisted = initial.getPersistedSnapshot() as unknown as PersistedActor;
+    shell = JSON.stringify({ ...persisted, context: NO_CONTEXT });
+    freshShells.set(settings, shell);
+  }
+  // Parsed per actor: no two actors share an object of their snapshot.
+  const fresh = JSON.parse(shell) as PersistedActor;
+  fresh.context = { core: initialThreadState(thread, settings) };
+  return fresh;
 }
 
 /**
@@ -150,7 +183,8 @@ export class ThreadSlot {
   /** Aborted when the slot is abandoned: every retry loop and wait stops at once. */
   readonly #abort = new AbortController();
   #actor: Actor<ThreadMachine> | undefined;
-  #jobs: SummaryJobs;
+  /** Made on the first summary asked for: most threads of a busy platform never ask for one. */
+  #jobs: SummaryJobs | undefined;
 
   #queue: Item[] = [];
   #running: Promise<void> | undefined;
@@ -208,7 +242,6 @@ export class ThreadSlot {
     this.#ctx = ctx;
     this.#onEnd = onEnd;
     this.#joined = ctx.deliveries.current;
-    this.#jobs = this.#newJobs();
   }
 
   /** An effect of the machine while an event is applied (see hostedMachine); read right after. */
@@ -248,6 +281,18 @@ export class ThreadSlot {
     this.#queue.push(item);
     this.#lastActivity = Date.now();
     this.#kick();
+  }
+
+  /**
+   * The jobs to stop: made now if there are none yet, so a summary the rest of a burst asks for
+   * after the stop goes to stopped jobs and is not started.
+   */
+  #stoppedJobs(): SummaryJobs {
+    return (this.#jobs ??= this.#newJobs());
+  }
+
+  #jobsActive(): number {
+    return this.#jobs?.active ?? 0;
   }
 
   #newJobs(): SummaryJobs {
@@ -308,7 +353,7 @@ export class ThreadSlot {
         this.#passivateWanted = false;
         await this.#finalWrites();
         // Nothing arrived during the writes: the thread is at rest and can leave memory.
-        if (this.#queue.length === 0 && this.#jobs.active === 0) {
+        if (this.#queue.length === 0 && this.#jobsActive() === 0) {
           this.#ctx.metrics.add(M.passivations);
           this.#end("passivated");
         }
@@ -395,13 +440,13 @@ export class ThreadSlot {
 
   #stopNow(end: SlotEnd): void {
     this.#abort.abort();
-    void this.#jobs.stop();
+    void this.#stoppedJobs().stop();
     this.#end(end);
   }
 
   #checkAlive(): void {
-    if (this.#abort.signal.aborted || this.#ended)
-      throw new StoppedError(`thread '${this.thread}'`);
+    // An abort always ends the slot (#stopNow), in the same turn: the end is the one check.
+    if (this.#ended) throw new StoppedError(`thread '${this.thread}'`);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -422,7 +467,7 @@ export class ThreadSlot {
 
   /** Asks the loop to persist and stop the actor if it has been idle for `idleMs`. */
   passivateIfIdle(now: number, idleMs: number): void {
-    if (this.#ended || this.#running || this.#queue.length > 0 || this.#jobs.active > 0) return;
+    if (this.#ended || this.#running || this.#queue.length > 0 || this.#jobsActive() > 0) return;
     if (now - this.#lastActivity < idleMs) return;
     this.#passivateWanted = true;
     this.#kick();
@@ -433,7 +478,7 @@ export class ThreadSlot {
    * again after the next start), queued events are applied, state and snapshot are written.
    */
   async drain(): Promise<void> {
-    await this.#jobs.stop();
+    await this.#stoppedJobs().stop();
     clearTimeout(this.#snapshotTimer);
     this.#snapshotTimer = undefined;
     clearTimeout(this.#saveTimer);
@@ -505,7 +550,8 @@ export class ThreadSlot {
     this.#actor = createActor(hostedMachine(), {
       input: { thread: this.thread, settings: this.#ctx.settings },
       // A record this worker wrote from getPersistedSnapshot(), tail texts put back.
-      ...(snapshot ? { snapshot: snapshot as unknown as Snapshot<unknown> } : {}),
+      snapshot: (snapshot ??
+        freshSnapshot(this.thread, this.#ctx.settings)) as unknown as Snapshot<unknown>,
       ...(this.#ctx.inspect ? { inspect: this.#ctx.inspect } : {}),
     });
     slotOfActor.set(this.#actor, this);
@@ -559,6 +605,7 @@ export class ThreadSlot {
     this.#requested = [];
     if (requested.length === 0) return;
     const core = this.#state();
+    this.#jobs ??= this.#newJobs();
     for (const job of requested) this.#jobs.start(this.#withUntil(core, job));
   }
 
@@ -731,7 +778,8 @@ export class ThreadSlot {
     // While no message has left the tail, the tail is every message the thread has: an id is
     // checked there and recorded in the index only when the first cut takes messages out.
     const tailComplete = isTailComplete(core);
-    const firstSeqOf = new Map<string, number>();
+    // Ids of the burst, for the index's claims (the tail's check records them as it goes).
+    const firstSeqOf = tailComplete ? undefined : new Map<string, number>();
     const pending: Promise<void>[] = [];
     let seen = this.#seen;
     for (const step of steps) {
@@ -739,24 +787,25 @@ export class ThreadSlot {
       seen = step.seq;
       if (step.event.kind !== "message") continue;
       const { id } = step.event.message;
-      const first = firstSeqOf.get(id);
-      if (first !== undefined) {
-        // The same id twice in one burst: the first one is the message.
-        claims.set(step.seq, { type: "duplicate", firstSeq: first });
-        continue;
-      }
-      firstSeqOf.set(id, step.seq);
       const seq = step.seq;
-      if (tailComplete) {
+      if (!firstSeqOf) {
+        // The same id twice in one burst too: the first one, recorded here, is the message.
         const earlier = this.#unclaimed.get(id);
         if (earlier !== undefined) {
           claims.set(seq, { type: "duplicate", firstSeq: earlier });
         } else {
-          claims.set(seq, { type: "new" });
+          claims.set(seq, NEW_ID);
           this.#unclaimed.set(id, seq);
         }
         continue;
       }
+      const first = firstSeqOf.get(id);
+      if (first !== undefined) {
+        // The same id twice in one burst: the first one is the message.
+        claims.set(seq, { type: "duplicate", firstSeq: first });
+        continue;
+      }
+      firstSeqOf.set(id, seq);
       pending.push(
         this.#retry("record the message id", () =>
           claimMessageId(this.#ctx.kv.ids, this.thread, id, seq),
@@ -841,7 +890,7 @@ export class ThreadSlot {
     const skips = this.#skips;
     this.#skips = [];
     if (skips.length === 0) {
-      metrics.add(M.events, 1, { kind: "message" });
+      metrics.add(M.events, 1, MESSAGE_EVENT);
       return undefined;
     }
     return this.#recordSkips(entry, skips);
@@ -890,6 +939,8 @@ export class ThreadSlot {
   }
 
   #countStats(before: ThreadState["stats"], after: ThreadState["stats"]): void {
+    // The core copies its stats only when it counts something: most bursts count nothing.
+    if (after === before) return;
     const metrics = this.#ctx.metrics;
     // A thread.deleted resets the stats: nothing to count then.
     if (after.cuts < before.cuts) return;
@@ -992,8 +1043,8 @@ export class ThreadSlot {
   async #erase(): Promise<void> {
     const { jsm, names, subjects, buckets } = this.#ctx;
     this.#erasing = true;
-    await this.#jobs.stop();
-    this.#jobs = this.#newJobs();
+    await this.#jobs?.stop();
+    this.#jobs = undefined;
     clearTimeout(this.#snapshotTimer);
     this.#snapshotTimer = undefined;
     this.#snapshotWanted = false;
