@@ -216,7 +216,7 @@ function handOverIds(
   }
   if (added) index.ids.set(added.message.id, added.position);
   index.owner = next;
-  tailIds.set(next, index);
+  if (next !== tail) tailIds.set(next, index);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -449,9 +449,8 @@ function appendInto(s: ThreadState, message: Message, seq: number): number {
   const entry: TailEntry = { message, position, seq, cost };
   const before = s.tail;
   const tail = writable(before);
-  if (tail !== before) handOverIds(before, tail, undefined, 0);
   tail.push(entry);
-  handOverIds(tail, tail, entry, 0);
+  handOverIds(before, tail, entry, 0);
   s.tail = tail;
   s.count += 1;
   if (seq > 0) s.seq = seq;
