@@ -37,4 +37,35 @@ describe("thread worker: caught up", () => {
     // Still coalesced: far fewer saves than events.
     expect(worker.metrics.get(M.stateSaves)).toBeLessThan(60);
   });
+
+  it("crowded (near the consumer's max_ack_pending), events linger half as long: a backlog does not stall a whole linger per window of deliveries", async () => {
+    const { h } = await scope.setup("crowded-test");
+    const thread = "w1";
+    for (let i = 0; i < 180; i++) await publishMessage(h, chatMessage(thread, i));
+    const lingerMs = 3_000;
+    const started = Date.now();
+    // At most 60 unacknowledged: the consumer delivers the next window only once a save has
+    // acknowledged the last, so three windows; the last is caught up and saved at once.
+    const worker = await scope.start(h, {
+      saveLingerMs: lingerMs,
+      ackWaitMs: 30_000,
+      maxAckPending: 60,
+    });
+    await waitFor(
+      "every event applied, saved and acknowledged",
+      async () => {
+        const info = await h.jsm.consumers.info(h.names.chatStream, h.names.workerDurable);
+        return (
+          info.num_ack_pending === 0 &&
+          info.num_pending === 0 &&
+          (await readSnapshot(h, thread))?.count === 180
+        );
+      },
+      15_000,
+    );
+    // Two windows waiting a whole linger each would take 6 s; half a linger each, about 3.
+    expect(Date.now() - started).toBeLessThan(2 * lingerMs - 1_000);
+    expect(worker.metrics.get(M.events, { kind: "message" })).toBe(180);
+    expect(worker.metrics.get(M.stateSaves)).toBeLessThan(20);
+  });
 });

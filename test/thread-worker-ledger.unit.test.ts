@@ -94,4 +94,16 @@ describe("delivery ledger: when a slot may skip its gap read", () => {
     expect(ledger.undelivered).toBe(3);
     expect(ledger.behind).toBe(true);
   });
+
+  it("counts the worker crowded from the held count it is told, never without one", () => {
+    const ledger = new DeliveryLedger();
+    for (let i = 1; i <= 50; i++) ledger.observe(delivery(i, i, 1, 10));
+    expect(ledger.crowded).toBe(false);
+    ledger.crowdAt(50);
+    expect(ledger.crowded).toBe(true);
+    ledger.released(1);
+    expect(ledger.crowded).toBe(false);
+    ledger.observe(delivery(51, 51, 1, 10));
+    expect(ledger.crowded).toBe(true);
+  });
 });

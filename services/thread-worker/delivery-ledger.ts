@@ -33,6 +33,8 @@ export class DeliveryLedger {
   #held = 0;
   /** Set by `caughtUp`, cleared by the next delivery. */
   #caughtUp = false;
+  /** Held deliveries from which the worker counts as crowded (see `crowded`). */
+  #crowdedAt = Number.POSITIVE_INFINITY;
 
   /**
    * The worker is catching up on a backlog: the consumer had events not yet delivered at the
@@ -49,6 +51,23 @@ export class DeliveryLedger {
    */
   caughtUp(): void {
     this.#caughtUp = true;
+  }
+
+  /**
+   * Held deliveries from which the worker is crowded: `held` nears the consumer's
+   * max_ack_pending, at which the server stops delivering until some are acknowledged.
+   */
+  crowdAt(held: number): void {
+    this.#crowdedAt = held;
+  }
+
+  /**
+   * The worker holds so many delivered events unacknowledged that the consumer is about to stop
+   * delivering: events lingering for a shared save are better saved, and acknowledged, now than
+   * left to block every thread's deliveries until their linger runs out.
+   */
+  get crowded(): boolean {
+    return this.#held >= this.#crowdedAt;
   }
 
   /** Events the consumer had not delivered yet, as of the last delivery. */

@@ -65,8 +65,8 @@ export class ThreadRegistry {
   }
 
   /** The worker caught up: every thread's events waiting for their save linger are saved now. */
-  saveLingering(): void {
-    for (const slot of this.#slots.values()) slot.saveLingering();
+  saveLingering(appliedBy?: number): void {
+    for (const slot of this.#slots.values()) slot.saveLingering(appliedBy);
   }
 
   /** Persists and stops actors idle for `idleMs`, so memory stays bounded by active threads. */

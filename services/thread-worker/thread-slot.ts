@@ -455,10 +455,11 @@ export class ThreadSlot {
   /**
    * The worker has caught up (no delivery for a while and none waiting in the consumer): chat
    * events waiting for their save linger are saved, and so acknowledged, now. No more events are
-   * coming to share that save, so waiting would only delay their acks and the snapshot.
+   * coming to share that save, so waiting would only delay their acks and the snapshot. Crowded
+   * (DeliveryLedger.crowded), only a slot whose oldest unsaved event arrived by `appliedBy`.
    */
-  saveLingering(): void {
-    if (this.#ended || this.#unsavedSince === undefined) return;
+  saveLingering(appliedBy = Number.POSITIVE_INFINITY): void {
+    if (this.#ended || this.#unsavedSince === undefined || this.#unsavedSince > appliedBy) return;
     clearTimeout(this.#saveTimer);
     this.#saveTimer = undefined;
     this.#saveDue = true;
@@ -709,7 +710,7 @@ export class ThreadSlot {
     } else if (erased || this.#state().deleted || this.#lingerOver()) {
       await this.#save();
     } else if (this.#unsavedSince !== undefined) {
-      this.#scheduleSave(this.#unsavedSince + this.#ctx.saveLingerMs - Date.now());
+      this.#scheduleSave(this.#unsavedSince + this.#lingerMs() - Date.now());
     } else {
       this.#scheduleSave(this.#ctx.saveDelayMs);
     }
@@ -724,9 +725,20 @@ export class ThreadSlot {
     if (this.#unsavedSince === undefined) return false;
     return (
       !this.#ctx.deliveries.behind ||
-      Date.now() - this.#unsavedSince >= this.#ctx.saveLingerMs ||
+      Date.now() - this.#unsavedSince >= this.#lingerMs() ||
       this.#unacked.length >= this.#ctx.maxBurst
     );
+  }
+
+  /**
+   * How long chat events wait for more to share their save: half as long while the worker holds
+   * so many unacknowledged that the consumer is about to stop delivering (the oldest go first,
+   * fresh ones still gather more). Waiting out the whole linger then would leave the worker idle
+   * with work in the stream.
+   */
+  #lingerMs(): number {
+    const linger = this.#ctx.saveLingerMs;
+    return this.#ctx.deliveries.crowded ? linger / 2 : linger;
   }
 
   /** Nothing applied is unsaved: every event handled so far can be acknowledged. */

@@ -55,6 +55,12 @@ export interface ThreadWorkerOptions {
   ackWaitMs?: number;
   /** Events delivered and not yet acknowledged, at most, over all threads. */
   maxAckPending?: number;
+  /**
+   * Delivered events held unacknowledged from which chat events wait only half the save linger
+   * (the worker is crowded), so the consumer does not reach its max_ack_pending and stop
+   * delivering while they linger; default nine tenths of the consumer's max_ack_pending.
+   */
+  saveAtHeld?: number;
   /** Most events of one thread applied before one state write. */
   maxBurst?: number;
   /**
@@ -188,6 +194,12 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   const maxAckPending = options.maxAckPending ?? 10_000;
   await ensureConsumer(jsm, names, ackWaitMs, maxAckPending);
   const consumer = await js.consumers.get(names.chatStream, names.workerDurable);
+  // The consumer's own limit: one that existed before may have another than ours.
+  const ackLimit = (await consumer.info(true)).config.max_ack_pending ?? maxAckPending;
+  ctx.deliveries.crowdAt(
+    options.saveAtHeld ??
+      (ackLimit > 0 ? Math.ceil((ackLimit * 9) / 10) : Number.POSITIVE_INFINITY),
+  );
   const messages: ConsumerMessages = await consumer.consume({
     max_messages: Math.min(1_000, maxAckPending),
   });
@@ -246,11 +258,24 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     registry.saveLingering();
   };
 
+  // Crowded: the worker holds so many unacknowledged events that the consumer is about to stop
+  // delivering (max_ack_pending). Waiting out the linger then leaves the worker idle with work
+  // in the stream: threads whose events have lingered half the linger are saved and acknowledged
+  // now, and again every quarter linger while it stays crowded (slots use the half linger too).
+  // Fresher events keep gathering more to share their save.
+  let crowdedSaves = Number.NEGATIVE_INFINITY;
   const route = (msg: JsMsg) => {
     const epoch = ctx.deliveries.observe(msg);
     deliveries++;
     if (!caughtUpCheck && !closing && saveLingerMs > 0 && ctx.deliveries.undelivered === 0)
       armCaughtUp();
+    if (ctx.deliveries.crowded && !closing && saveLingerMs > 0) {
+      const now = Date.now();
+      if (now - crowdedSaves >= saveLingerMs / 4) {
+        crowdedSaves = now;
+        registry.saveLingering(now - saveLingerMs / 2);
+      }
+    }
     const parsed = s.parseChat(msg.subject);
     if (!parsed) {
       // Not a thread's event (no slot reads it in a gap either): recorded on its own.
