@@ -82,6 +82,8 @@ function activityOf(core: ThreadState): Activity {
 
 /** Hands out jobs up to the concurrency limit, each as a requestSummary effect. */
 function dispatch(core: ThreadState, effects: Effect[]): ThreadState {
+  // Nothing wanted, nothing to hand out (most messages): no result objects to make per event.
+  if (core.wanted.length === 0) return core;
   const { state, started } = takeJobs(core);
   if (started.length === 0) return core;
   for (const ref of started)
