@@ -95,15 +95,18 @@ describe("delivery ledger: when a slot may skip its gap read", () => {
     expect(ledger.behind).toBe(true);
   });
 
-  it("counts the worker crowded from the held count it is told, never without one", () => {
+  it("lets events linger all of the save linger until crowded, then half, falling to none at the consumer's limit", () => {
     const ledger = new DeliveryLedger();
-    for (let i = 1; i <= 50; i++) ledger.observe(delivery(i, i, 1, 10));
-    expect(ledger.crowded).toBe(false);
-    ledger.crowdAt(50);
-    expect(ledger.crowded).toBe(true);
+    for (let i = 1; i <= 90; i++) ledger.observe(delivery(i, i, 1, 10));
+    expect(ledger.lingerShare).toBe(1); // never told a limit
+    ledger.crowdAt(90, 100);
+    expect(ledger.lingerShare).toBe(0.5);
     ledger.released(1);
-    expect(ledger.crowded).toBe(false);
-    ledger.observe(delivery(51, 51, 1, 10));
-    expect(ledger.crowded).toBe(true);
+    expect(ledger.lingerShare).toBe(1);
+    for (let i = 91; i <= 96; i++) ledger.observe(delivery(i, i, 1, 10));
+    expect(ledger.lingerShare).toBeCloseTo(0.25);
+    for (let i = 97; i <= 101; i++) ledger.observe(delivery(i, i, 1, 10));
+    expect(ledger.held).toBe(100);
+    expect(ledger.lingerShare).toBe(0);
   });
 });

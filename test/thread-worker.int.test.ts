@@ -390,8 +390,13 @@ describe("thread worker throughput", () => {
     // Published before the worker starts: it begins behind, with 300 events to catch up on.
     for (let i = 0; i < 300; i++) await publishMessage(h, chatMessage(thread, i));
     // At most 60 unacknowledged: each batch of deliveries waits for a save (1 s linger) before
-    // the next comes, so events sit applied and not yet stored while the test watches.
-    const worker = await start(h, { saveLingerMs: 1_000, maxAckPending: 60 });
+    // the next comes, so events sit applied and not yet stored while the test watches. The
+    // linger is not shortened near the limit (saveAtHeld: never), or there would be no wait.
+    const worker = await start(h, {
+      saveLingerMs: 1_000,
+      maxAckPending: 60,
+      saveAtHeld: Number.POSITIVE_INFINITY,
+    });
     let checks = 0;
     await waitFor(
       "the backlog to be applied, saved and acknowledged",

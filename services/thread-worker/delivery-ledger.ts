@@ -33,8 +33,9 @@ export class DeliveryLedger {
   #held = 0;
   /** Set by `caughtUp`, cleared by the next delivery. */
   #caughtUp = false;
-  /** Held deliveries from which the worker counts as crowded (see `crowded`). */
+  /** Held deliveries from which the worker is crowded, and the consumer's limit (`lingerShare`). */
   #crowdedAt = Number.POSITIVE_INFINITY;
+  #limit = Number.POSITIVE_INFINITY;
 
   /**
    * The worker is catching up on a backlog: the consumer had events not yet delivered at the
@@ -54,20 +55,24 @@ export class DeliveryLedger {
   }
 
   /**
-   * Held deliveries from which the worker is crowded: `held` nears the consumer's
-   * max_ack_pending, at which the server stops delivering until some are acknowledged.
+   * `held` from which the worker is crowded, and `limit`, the consumer's max_ack_pending: the
+   * server stops delivering while the worker holds that many unacknowledged.
    */
-  crowdAt(held: number): void {
+  crowdAt(held: number, limit: number): void {
     this.#crowdedAt = held;
+    this.#limit = Math.max(held, limit);
   }
 
   /**
-   * The worker holds so many delivered events unacknowledged that the consumer is about to stop
-   * delivering: events lingering for a shared save are better saved, and acknowledged, now than
-   * left to block every thread's deliveries until their linger runs out.
+   * The share of the save linger that chat events wait for more to share their save: all of it
+   * until the worker is crowded, then half, falling to none as `held` reaches the consumer's
+   * limit. Lingering events are better saved, and acknowledged, sooner than left to stop every
+   * thread's deliveries until their linger runs out.
    */
-  get crowded(): boolean {
-    return this.#held >= this.#crowdedAt;
+  get lingerShare(): number {
+    if (this.#held < this.#crowdedAt) return 1;
+    const room = this.#limit - this.#crowdedAt;
+    return room > 0 ? Math.max(0, this.#limit - this.#held) / room / 2 : 0;
   }
 
   /** Events the consumer had not delivered yet, as of the last delivery. */

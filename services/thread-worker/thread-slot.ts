@@ -456,7 +456,7 @@ export class ThreadSlot {
    * The worker has caught up (no delivery for a while and none waiting in the consumer): chat
    * events waiting for their save linger are saved, and so acknowledged, now. No more events are
    * coming to share that save, so waiting would only delay their acks and the snapshot. Crowded
-   * (DeliveryLedger.crowded), only a slot whose oldest unsaved event arrived by `appliedBy`.
+   * (DeliveryLedger.lingerShare), only a slot whose oldest unsaved event arrived by `appliedBy`.
    */
   saveLingering(appliedBy = Number.POSITIVE_INFINITY): void {
     if (this.#ended || this.#unsavedSince === undefined || this.#unsavedSince > appliedBy) return;
@@ -737,8 +737,7 @@ export class ThreadSlot {
    * with work in the stream.
    */
   #lingerMs(): number {
-    const linger = this.#ctx.saveLingerMs;
-    return this.#ctx.deliveries.crowded ? linger / 2 : linger;
+    return this.#ctx.saveLingerMs * this.#ctx.deliveries.lingerShare;
   }
 
   /** Nothing applied is unsaved: every event handled so far can be acknowledged. */

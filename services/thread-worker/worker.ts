@@ -56,9 +56,10 @@ export interface ThreadWorkerOptions {
   /** Events delivered and not yet acknowledged, at most, over all threads. */
   maxAckPending?: number;
   /**
-   * Delivered events held unacknowledged from which chat events wait only half the save linger
-   * (the worker is crowded), so the consumer does not reach its max_ack_pending and stop
-   * delivering while they linger; default nine tenths of the consumer's max_ack_pending.
+   * Delivered events held unacknowledged from which chat events wait only half the save linger,
+   * and less the more are held (the worker is crowded), so the consumer does not reach its
+   * max_ack_pending and stop delivering while they linger; default nine tenths of the
+   * consumer's max_ack_pending.
    */
   saveAtHeld?: number;
   /** Most events of one thread applied before one state write. */
@@ -196,10 +197,8 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   const consumer = await js.consumers.get(names.chatStream, names.workerDurable);
   // The consumer's own limit: one that existed before may have another than ours.
   const ackLimit = (await consumer.info(true)).config.max_ack_pending ?? maxAckPending;
-  ctx.deliveries.crowdAt(
-    options.saveAtHeld ??
-      (ackLimit > 0 ? Math.ceil((ackLimit * 9) / 10) : Number.POSITIVE_INFINITY),
-  );
+  const limit = ackLimit > 0 ? ackLimit : Number.POSITIVE_INFINITY;
+  ctx.deliveries.crowdAt(options.saveAtHeld ?? Math.ceil(limit * 0.9), limit);
   const messages: ConsumerMessages = await consumer.consume({
     max_messages: Math.min(1_000, maxAckPending),
   });
@@ -260,22 +259,24 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
 
   // Crowded: the worker holds so many unacknowledged events that the consumer is about to stop
   // delivering (max_ack_pending). Waiting out the linger then leaves the worker idle with work
-  // in the stream: threads whose events have lingered half the linger are saved and acknowledged
-  // now, and again every quarter linger while it stays crowded (slots use the half linger too).
-  // Fresher events keep gathering more to share their save.
-  let crowdedSaves = Number.NEGATIVE_INFINITY;
+  // in the stream: threads whose events have lingered their (shorter) share of it are saved and
+  // acknowledged now, and every eighth of the linger while it stays crowded, deliveries or not
+  // (once the server stops delivering, none comes to trigger it). Slots wait the same share.
+  let crowdedSweep: NodeJS.Timeout | undefined;
+  const sweepCrowded = () => {
+    crowdedSweep = undefined;
+    const share = ctx.deliveries.lingerShare;
+    if (closing || share >= 1) return;
+    registry.saveLingering(Date.now() - saveLingerMs * share);
+    crowdedSweep = setTimeout(sweepCrowded, saveLingerMs / 8);
+  };
   const route = (msg: JsMsg) => {
     const epoch = ctx.deliveries.observe(msg);
     deliveries++;
     if (!caughtUpCheck && !closing && saveLingerMs > 0 && ctx.deliveries.undelivered === 0)
       armCaughtUp();
-    if (ctx.deliveries.crowded && !closing && saveLingerMs > 0) {
-      const now = Date.now();
-      if (now - crowdedSaves >= saveLingerMs / 4) {
-        crowdedSaves = now;
-        registry.saveLingering(now - saveLingerMs / 2);
-      }
-    }
+    if (!crowdedSweep && !closing && saveLingerMs > 0 && ctx.deliveries.lingerShare < 1)
+      sweepCrowded();
     const parsed = s.parseChat(msg.subject);
     if (!parsed) {
       // Not a thread's event (no slot reads it in a gap either): recorded on its own.
@@ -363,6 +364,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       closing = true;
       clearInterval(sweeper);
       clearTimeout(caughtUpCheck);
+      clearTimeout(crowdedSweep);
       await messages.close();
       await pulling;
       await registry.drain();
@@ -378,6 +380,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       stopping.abort();
       clearInterval(sweeper);
       clearTimeout(caughtUpCheck);
+      clearTimeout(crowdedSweep);
       messages.stop();
       registry.abandon();
       metricsSub.unsubscribe();
