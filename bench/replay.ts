@@ -13,6 +13,7 @@ import { replayWithNodes } from "../test/support/outline-fixture.ts";
 import { BENCH_CONFIG_FILE } from "./support/bench-config.ts";
 import { InstantSummarizer } from "./support/instant.ts";
 import { perSecond, publishAll, roundRobin, type Outgoing } from "./support/load.ts";
+import { cpuSecondsOf } from "./support/child.ts";
 import { profiled } from "./support/profile.ts";
 import { startBenchServer } from "./support/server.ts";
 
@@ -74,22 +75,40 @@ export async function run(): Promise<Record<string, number>> {
     const summarizer = new InstantSummarizer();
     let rawMs = Infinity;
     let replayMs = Infinity;
+    // CPU of each side's best round: in this process (the reader) and in nats-server.
+    let rawCpu = { process: NaN, server: NaN };
+    let replayCpu = { process: NaN, server: NaN };
+    const cpuMark = () => ({ process: process.cpuUsage(), server: cpuSecondsOf(server.pid) });
+    const cpuSince = (mark: ReturnType<typeof cpuMark>) => {
+      const used = process.cpuUsage(mark.process);
+      const serverNow = cpuSecondsOf(server.pid);
+      return {
+        process: (used.user + used.system) / 1_000,
+        server:
+          serverNow === undefined || mark.server === undefined
+            ? NaN
+            : (serverNow - mark.server) * 1_000,
+      };
+    };
     let read = 0;
     let calls = 0;
     for (let round = 0; round < 2; round++) {
       // The limit: an ordered consumer on each stream, both read at once (the replay reads CHAT
       // while HISTORY is still coming in, so the baseline overlaps its reads the same way).
+      const rawMark = cpuMark();
       const rawStart = performance.now();
       const counts = await Promise.all([
         readAll(js, server.names.historyStream),
         readAll(js, server.names.chatStream),
       ]);
       read = counts[0] + counts[1];
-      rawMs = Math.min(rawMs, performance.now() - rawStart);
+      const rawRound = performance.now() - rawStart;
+      if (rawRound < rawMs) [rawMs, rawCpu] = [rawRound, cpuSince(rawMark)];
 
       // Ours: the replay command, as `outline replay --all` runs it.
       let out = "";
       const sink = { write: (text: string) => void (out += text) };
+      const replayMark = cpuMark();
       const replayStart = performance.now();
       const code = await profiled(() =>
         replayCommand(["--all"], {
@@ -99,7 +118,8 @@ export async function run(): Promise<Record<string, number>> {
           summarizer,
         }),
       );
-      replayMs = Math.min(replayMs, performance.now() - replayStart);
+      const replayRound = performance.now() - replayStart;
+      if (replayRound < replayMs) [replayMs, replayCpu] = [replayRound, cpuSince(replayMark)];
       if (code !== 0) throw new Error(`outline replay --all exited ${code}; its output:\n${out}`);
       // The command's own count of model calls, and ours of the summarizer it was handed.
       const reported = Number(/model calls: (\d+)/.exec(out)?.[1] ?? NaN);
@@ -113,6 +133,13 @@ export async function run(): Promise<Record<string, number>> {
     console.log(
       `  raw read ${read} events in ${(rawMs / 1000).toFixed(2)} s (${rawRate}/s); replay ${(replayMs / 1000).toFixed(2)} s (${replayRate}/s); ratio ${ratio} (target ≥ 0.5); model calls ${calls}`,
     );
+    // One JS thread does all of either side's work (nats-server runs beside it): CPU per event
+    // shows where the ratio comes from, steadier than wall time on a shared machine.
+    const cpuS = (ms: number) => (Number.isNaN(ms) ? "?" : (ms / 1000).toFixed(2));
+    console.log(
+      `  raw read used ${cpuS(rawCpu.process)} CPU s in this process and ${cpuS(rawCpu.server)} in nats-server; ` +
+        `replay ${cpuS(replayCpu.process)} and ${cpuS(replayCpu.server)} (best rounds)`,
+    );
     return {
       "replay.messages": MESSAGES,
       "replay.threads": THREADS,
@@ -121,6 +148,10 @@ export async function run(): Promise<Record<string, number>> {
       "replay.replay_events_per_sec": replayRate,
       "replay.ratio": ratio,
       "replay.model_calls": calls,
+      "replay.raw_cpu_ms": Math.round(rawCpu.process),
+      "replay.replay_cpu_ms": Math.round(replayCpu.process),
+      "replay.raw_server_cpu_ms": Math.round(rawCpu.server),
+      "replay.replay_server_cpu_ms": Math.round(replayCpu.server),
     };
   } finally {
     await server.stop();
