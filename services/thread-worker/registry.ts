@@ -13,6 +13,8 @@ import type { WorkerContext } from "./worker-context.ts";
 export class ThreadRegistry {
   readonly #ctx: WorkerContext;
   readonly #slots = new Map<string, ThreadSlot>();
+  /** Passivated threads with a refused node waiting: woken when it may be tried again. */
+  readonly #retries = new Map<string, NodeJS.Timeout>();
 
   constructor(ctx: WorkerContext) {
     this.#ctx = ctx;
@@ -47,6 +49,9 @@ export class ThreadRegistry {
   #slot(thread: string): ThreadSlot {
     let slot = this.#slots.get(thread);
     if (!slot) {
+      // Back in memory: its refused nodes are asked again on load and wait there.
+      clearTimeout(this.#retries.get(thread));
+      this.#retries.delete(thread);
       slot = new ThreadSlot(thread, this.#ctx, (ended, end) => this.#ended(ended, end));
       this.#slots.set(thread, slot);
       this.#ctx.metrics.set(M.actors, this.#slots.size);
@@ -62,6 +67,32 @@ export class ThreadRegistry {
     if (end !== "passivated" && end !== "drained") this.#ctx.deliveries.interrupt();
     if (this.#slots.get(slot.thread) === slot) this.#slots.delete(slot.thread);
     this.#ctx.metrics.set(M.actors, this.#slots.size);
+    const retryAt = slot.retryAt;
+    if (retryAt !== undefined && !this.#slots.has(slot.thread))
+      this.#retryLater(slot.thread, retryAt);
+  }
+
+  /**
+   * Wakes a passivated thread when its refused node may be tried again: no event may come to
+   * bring it back, and the node would otherwise wait for the next one (or a restart).
+   */
+  #retryLater(thread: string, at: number): void {
+    clearTimeout(this.#retries.get(thread));
+    const timer = setTimeout(
+      () => {
+        this.#retries.delete(thread);
+        this.wake(thread);
+      },
+      Math.max(0, at - Date.now()),
+    );
+    // A retry alone does not keep the process up: a restart wakes busy threads (BusyIndex).
+    timer.unref();
+    this.#retries.set(thread, timer);
+  }
+
+  #stopRetries(): void {
+    for (const timer of this.#retries.values()) clearTimeout(timer);
+    this.#retries.clear();
   }
 
   /** The worker caught up: every thread's events waiting for their save linger are saved now. */
@@ -75,10 +106,12 @@ export class ThreadRegistry {
   }
 
   async drain(): Promise<void> {
+    this.#stopRetries();
     await Promise.all([...this.#slots.values()].map((slot) => slot.drain()));
   }
 
   abandon(): void {
+    this.#stopRetries();
     for (const slot of [...this.#slots.values()]) slot.abandon();
     this.#slots.clear();
   }

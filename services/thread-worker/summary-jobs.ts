@@ -10,6 +10,7 @@ import type { HistoryNodes } from "./history-nodes.ts";
 import type { Limiter } from "./limiter.ts";
 import { errorText, type Logger } from "./log.ts";
 import { M, type MetricRegistry } from "./metrics.ts";
+import type { Refusals } from "./refusals.ts";
 import { backoffMs, retryInPlace, sleep, StoppedError } from "./retry.ts";
 
 export interface JobTiming {
@@ -36,6 +37,8 @@ export interface SummaryJobsDeps {
   metrics: MetricRegistry;
   log: Logger;
   timing: JobTiming;
+  /** The worker's record of refused nodes: their long backoff outlives this thread's jobs. */
+  refusals: Refusals;
   /** Nodes per summarizer call (HISTORY_GROUP): jobs started in the same turn share calls. */
   group?: number;
   /** The node is on HISTORY (PubAck received): tell the actor. */
@@ -62,8 +65,8 @@ export class SummaryJobs {
   readonly #deps: SummaryJobsDeps;
   readonly #abort = new AbortController();
   readonly #running = new Set<Promise<void>>();
-  /** Terminal failures per node, for the long backoff before the actor's next request runs. */
-  readonly #terminal = new Map<string, number>();
+  /** Jobs waiting out a refusal's backoff (nothing else to do: the thread may leave memory). */
+  #waitingOut = 0;
 
   constructor(deps: SummaryJobsDeps) {
     this.#deps = deps;
@@ -75,6 +78,11 @@ export class SummaryJobs {
   /** Jobs running, and those started this turn that are not grouped into calls yet. */
   get active(): number {
     return this.#running.size + this.#pending.length;
+  }
+
+  /** Of the active jobs, those only waiting out a refusal's backoff. */
+  get waitingOut(): number {
+    return this.#waitingOut;
   }
 
   /** Jobs started in the current turn: grouped into summarizer calls at its end. */
@@ -112,7 +120,7 @@ export class SummaryJobs {
       // go back to the actor, which asks again; the long backoff keeps this from spinning.
       for (const { job } of requests) {
         const ref = { level: job.level, index: job.index };
-        this.#terminal.set(keyOf(ref), (this.#terminal.get(keyOf(ref)) ?? 0) + 1);
+        this.#deps.refusals.refused(job.thread, ref, Date.now());
         this.#deps.log.error(`summary ${job.thread} ${job.name} failed`, {
           error: errorText(err),
         });
@@ -133,9 +141,14 @@ export class SummaryJobs {
     const d = this.#deps;
     const signal = this.#abort.signal;
     const ref = { level: job.level, index: job.index };
-    const failures = this.#terminal.get(keyOf(ref)) ?? 0;
-    if (failures > 0) {
-      await sleep(backoffMs(failures - 1, d.timing.terminalBaseMs, d.timing.terminalCapMs), signal);
+    const wait = d.refusals.waitMs(job.thread, ref, Date.now());
+    if (wait > 0) {
+      this.#waitingOut += 1;
+      try {
+        await sleep(wait, signal);
+      } finally {
+        this.#waitingOut -= 1;
+      }
     }
     const what = `summary node ${job.name} of thread '${job.thread}'`;
     const stored = await retryInPlace(() => d.history.read(job.thread, job.level, job.index), {
@@ -145,7 +158,7 @@ export class SummaryJobs {
     });
     if (stored) {
       d.metrics.add(M.summaries, 1, { kind: job.kind, source: "history" });
-      this.#terminal.delete(keyOf(ref));
+      d.refusals.built(job.thread, ref);
       d.built(ref, stored.text);
       return;
     }
@@ -172,7 +185,7 @@ export class SummaryJobs {
       signal: this.#abort.signal,
     });
     d.metrics.add(M.summaries, 1, { kind: job.kind, source });
-    this.#terminal.delete(keyOf(job));
+    d.refusals.built(job.thread, job);
     d.built({ level: job.level, index: job.index }, published.text);
   }
 
@@ -201,9 +214,9 @@ export class SummaryJobs {
       const found = stored[i];
       if (found) {
         d.metrics.add(M.summaries, 1, { kind: job.kind, source: "history" });
-        this.#terminal.delete(keyOf(job));
+        d.refusals.built(job.thread, job);
         d.built({ level: job.level, index: job.index }, found.text);
-      } else if ((this.#terminal.get(keyOf(job)) ?? 0) > 0) alone.push(member);
+      } else if (d.refusals.failures(job.thread, job) > 0) alone.push(member);
       else todo.push(member);
     });
     if (todo.length === 1) alone.push(...todo.splice(0));
@@ -268,9 +281,7 @@ export class SummaryJobs {
       );
       if (error instanceof SummarizerError && error.terminal) {
         d.metrics.add(M.summaryFailures);
-        const failures = (this.#terminal.get(keyOf(job)) ?? 0) + 1;
-        this.#terminal.set(keyOf(job), failures);
-        const wait = backoffMs(failures - 1, d.timing.terminalBaseMs, d.timing.terminalCapMs);
+        const wait = d.refusals.refused(job.thread, job, Date.now());
         d.log.error(
           `summarizer refused ${job.name} of thread '${job.thread}' (${error.code}): ${error.message}; ` +
             `the node waits about ${Math.round(wait / 1000)} s before it is tried again (fix the cause, e.g. HISTORY_SUMMARIZER or OPENAI_API_KEY)`,

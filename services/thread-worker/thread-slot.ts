@@ -185,6 +185,8 @@ export class ThreadSlot {
   #actor: Actor<ThreadMachine> | undefined;
   /** Made on the first summary asked for: most threads of a busy platform never ask for one. */
   #jobs: SummaryJobs | undefined;
+  /** Set when the slot passivates with refused nodes waiting: when to try the first again. */
+  #retryAt: number | undefined;
 
   #queue: Item[] = [];
   #running: Promise<void> | undefined;
@@ -291,8 +293,17 @@ export class ThreadSlot {
     return (this.#jobs ??= this.#newJobs());
   }
 
-  #jobsActive(): number {
-    return this.#jobs?.active ?? 0;
+  /** Jobs doing something: not only waiting out a refusal's backoff (that keeps no thread). */
+  #jobsBusy(): number {
+    return this.#jobs ? this.#jobs.active - this.#jobs.waitingOut : 0;
+  }
+
+  /**
+   * When this thread, passivated, must come back to try a refused node again (epoch ms); the
+   * registry wakes it then. Undefined when no node of it waits.
+   */
+  get retryAt(): number | undefined {
+    return this.#ended === "passivated" ? this.#retryAt : undefined;
   }
 
   #newJobs(): SummaryJobs {
@@ -303,6 +314,7 @@ export class ThreadSlot {
       metrics: this.#ctx.metrics,
       log: this.#ctx.log,
       timing: this.#ctx.jobTiming,
+      refusals: this.#ctx.refusals,
       group: this.#ctx.settings.group ?? 1,
       built: (ref, text) => this.#enqueue({ kind: "built", ref, text }),
       failed: (ref, reason) => this.#enqueue({ kind: "failed", ref, reason }),
@@ -353,7 +365,7 @@ export class ThreadSlot {
         this.#passivateWanted = false;
         await this.#finalWrites();
         // Nothing arrived during the writes: the thread is at rest and can leave memory.
-        if (this.#queue.length === 0 && this.#jobsActive() === 0) {
+        if (this.#queue.length === 0 && this.#jobsBusy() === 0 && (await this.#stopWaitingOut())) {
           this.#ctx.metrics.add(M.passivations);
           this.#end("passivated");
         }
@@ -361,6 +373,24 @@ export class ThreadSlot {
         return;
       }
     }
+  }
+
+  /**
+   * Stops jobs that only wait out a refusal's backoff, so the thread can leave memory: their
+   * nodes stay in flight in the saved state, are asked again when the thread is loaded (the
+   * worker's Refusals keep what is left of the wait), and the registry wakes the thread when the
+   * first may be tried. False when events came meanwhile: the thread stays, its nodes asked again.
+   */
+  async #stopWaitingOut(): Promise<boolean> {
+    const jobs = this.#jobs;
+    if (!jobs || jobs.active === 0) return true;
+    this.#retryAt = this.#ctx.refusals.nextTry(this.thread, Date.now());
+    this.#jobs = undefined;
+    await jobs.stop();
+    if (this.#queue.length === 0) return true;
+    this.#retryAt = undefined;
+    this.#send({ type: "jobs.resume" });
+    return false;
   }
 
   /** Too many whole messages wait for summaries: new chat events must wait in the stream. */
@@ -468,7 +498,7 @@ export class ThreadSlot {
 
   /** Asks the loop to persist and stop the actor if it has been idle for `idleMs`. */
   passivateIfIdle(now: number, idleMs: number): void {
-    if (this.#ended || this.#running || this.#queue.length > 0 || this.#jobsActive() > 0) return;
+    if (this.#ended || this.#running || this.#queue.length > 0 || this.#jobsBusy() > 0) return;
     if (now - this.#lastActivity < idleMs) return;
     this.#passivateWanted = true;
     this.#kick();
@@ -1056,6 +1086,8 @@ export class ThreadSlot {
     this.#erasing = true;
     await this.#jobs?.stop();
     this.#jobs = undefined;
+    // Its nodes are gone with it: a new thread of the same id starts with nothing refused.
+    this.#ctx.refusals.forget(this.thread);
     clearTimeout(this.#snapshotTimer);
     this.#snapshotTimer = undefined;
     this.#snapshotWanted = false;

@@ -9,6 +9,7 @@ import type { WorkerBuckets } from "./buckets.ts";
 import type { BusyIndex } from "./busy-index.ts";
 import type { DeliveryLedger } from "./delivery-ledger.ts";
 import type { HistoryNodes } from "./history-nodes.ts";
+import type { Refusals } from "./refusals.ts";
 import type { Limiter } from "./limiter.ts";
 import type { Logger } from "./log.ts";
 import type { MetricRegistry } from "./metrics.ts";
@@ -47,6 +48,8 @@ export interface WorkerContext {
   log: Logger;
   inspect: ((event: InspectionEvent) => void) | undefined;
   jobTiming: JobTiming;
+  /** Nodes the summarizer refused, with their backoff: kept while their threads leave memory. */
+  refusals: Refusals;
   /** Shortest time between two snapshot writes of one thread. */
   snapshotDelayMs: number;
   /** Longest a state changed only by summaries waits before it is saved. */

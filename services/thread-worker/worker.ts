@@ -26,6 +26,7 @@ import { historyNodes } from "./history-nodes.ts";
 import { Limiter } from "./limiter.ts";
 import { consoleLogger, errorText, type Logger } from "./log.ts";
 import { M, recordUsage, workerMetrics, type MetricRegistry } from "./metrics.ts";
+import { Refusals } from "./refusals.ts";
 import { ThreadRegistry } from "./registry.ts";
 import { retryInPlace } from "./retry.ts";
 import { Soon } from "./soon.ts";
@@ -160,6 +161,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   const buckets = await ensureWorkerBuckets(js, jsm, names, options.replicas ?? 1);
   const metrics = workerMetrics();
   const writer = new KvWriter(nc);
+  const jobTiming = { ...DEFAULT_JOB_TIMING, ...options.jobTiming };
   const ctx: WorkerContext = {
     js,
     jsm,
@@ -183,7 +185,8 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     metrics,
     log,
     inspect: options.inspect,
-    jobTiming: { ...DEFAULT_JOB_TIMING, ...options.jobTiming },
+    jobTiming,
+    refusals: new Refusals(jobTiming),
     snapshotDelayMs: options.snapshotDelayMs ?? 50,
     saveDelayMs: options.saveDelayMs ?? 1_000,
     saveLingerMs,
