@@ -1,5 +1,5 @@
 import { assign, setup } from "xstate";
-import { jobFor } from "../shared/context.ts";
+import { lazyJobFor } from "../shared/context.ts";
 import type { Message } from "../shared/events.ts";
 import type { SummaryJob } from "../shared/jobs.ts";
 import type { NodeRef } from "../shared/names.ts";
@@ -87,7 +87,7 @@ function dispatch(core: ThreadState, effects: Effect[]): ThreadState {
   const { state, started } = takeJobs(core);
   if (started.length === 0) return core;
   for (const ref of started)
-    effects.push({ type: "requestSummary", params: { job: jobFor(state, ref) } });
+    effects.push({ type: "requestSummary", params: { job: lazyJobFor(state, ref) } });
   return state;
 }
 

@@ -135,12 +135,33 @@ function contextLine(line: Line): ContextLine {
 
 /** What the summarizer needs to build one node the thread asked for. */
 export function jobFor(state: ThreadState, ref: NodeRef): SummaryJob {
+  return { ...jobWithoutView(state, ref), context: contextBefore(state, ref) };
+}
+
+/**
+ * `jobFor` for a job handed to the host (the machine's requestSummary effect), its view worked
+ * out when first read: a group's call reads only its first node's view (`SummaryGroup.context`),
+ * and the offline summarizers read none, so building every member's view (the lines before it,
+ * ~9 µs) was work done for nothing. Only for a settled state: the core copies on write, so the
+ * state a job keeps never changes; a state inside a transition (a NodeTexts callback's) does.
+ */
+export function lazyJobFor(state: ThreadState, ref: NodeRef): SummaryJob {
+  const job = jobWithoutView(state, ref) as SummaryJob;
+  let context: ContextLine[] | undefined;
+  return Object.defineProperty(job, "context", {
+    enumerable: true,
+    get: () => (context ??= contextBefore(state, ref)),
+  });
+}
+
+type WithoutView<T> = T extends unknown ? Omit<T, "context"> : never;
+
+function jobWithoutView(state: ThreadState, ref: NodeRef): WithoutView<SummaryJob> {
   const base = {
     thread: state.thread,
     index: ref.index,
     name: `${nodeId(ref)}+${nodeSize(ref)}`,
     line: state.settings.line,
-    context: contextBefore(state, ref),
   };
   if (ref.level === 0) {
     const entry = tailEntry(state, ref.index);
