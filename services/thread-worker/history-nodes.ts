@@ -1,11 +1,9 @@
-import {
-  JetStreamApiCodes,
-  JetStreamApiError,
-  type JetStreamClient,
-  type JetStreamManager,
-} from "@nats-io/jetstream";
-import { summaryEventSchema, type SummaryEvent } from "../../shared/history.ts";
+import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
+import type { SummaryEvent } from "../../shared/history.ts";
+import { parseSummary } from "../../shared/validate.ts";
 import type { InfraNames } from "../config/names.ts";
+import type { DirectReader } from "../nats/direct-reader.ts";
+import type { KvWriter } from "../nats/kv-writer.ts";
 import type { Subjects } from "../nats/subjects.ts";
 
 /** Reads and writes summary nodes on HISTORY: one subject per node, at most one message each. */
@@ -20,54 +18,63 @@ export interface HistoryNodes {
 }
 
 const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 
 function isWrongLastSequence(err: unknown): boolean {
   return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence;
 }
 
+/** Through the worker's own inboxes (KvWriter, DirectReader): a node is a write and a read. */
 export function historyNodes(
-  js: JetStreamClient,
-  jsm: JetStreamManager,
+  writer: KvWriter,
+  reader: DirectReader,
   names: InfraNames,
   s: Subjects,
 ): HistoryNodes {
   const read = async (thread: string, level: number, index: number) => {
-    const stored = await jsm.direct.getMessage(names.historyStream, {
-      last_by_subj: s.historyNode(thread, level, index),
-    });
+    const stored = await reader.lastBySubject(
+      names.historyStream,
+      s.historyNode(thread, level, index),
+    );
     if (!stored) return undefined;
     let body: unknown;
     try {
-      body = stored.json();
+      body = JSON.parse(decoder.decode(stored.data));
     } catch {
       return undefined;
     }
-    const parsed = summaryEventSchema.safeParse(body);
     // Something else on a node subject is not ours to trust: the node is rebuilt (and its
     // publish then fails on the expected sequence, which the caller sees as a clear error).
-    return parsed.success ? parsed.data : undefined;
+    return parseSummary(body);
   };
   return {
     read,
     async publish(event) {
       const subject = s.historyNode(event.thread, event.level, event.index);
+      let refused: unknown;
+      let duplicate = false;
       try {
         // Msg-Id de-duplicates a retry inside the window; the expected last subject sequence 0
         // makes "a node is built once" hold beyond it, and fences a second writer.
-        await js.publish(subject, encoder.encode(JSON.stringify(event)), {
-          msgID: s.historyMsgId(event.thread, event.level, event.index),
-          expect: { lastSubjectSequence: 0 },
+        const stored = await writer.publish(subject, encoder.encode(JSON.stringify(event)), {
+          expected: 0,
+          msgId: s.historyMsgId(event.thread, event.level, event.index),
         });
-        return event;
+        if (!stored.duplicate) return event;
+        duplicate = true;
       } catch (err) {
         if (!isWrongLastSequence(err)) throw err;
-        const stored = await read(event.thread, event.level, event.index);
-        if (stored) return stored;
-        throw new Error(
-          `${subject} holds a message that is not a summary node (it does not match shared/history.ts); remove it with 'nats stream purge ${names.historyStream} --subject ${subject}' so the node can be published`,
-          { cause: err },
-        );
+        refused = err;
       }
+      // Stored before (by a worker that crashed after its publish, say): that text wins.
+      const stored = await read(event.thread, event.level, event.index);
+      if (stored) return stored;
+      // Stored within the de-duplication window and gone since (the thread was erased).
+      if (duplicate) return event;
+      throw new Error(
+        `${subject} holds a message that is not a summary node (it does not match shared/history.ts); remove it with 'nats stream purge ${names.historyStream} --subject ${subject}' so the node can be published`,
+        { cause: refused },
+      );
     },
   };
 }

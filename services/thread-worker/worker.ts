@@ -15,6 +15,8 @@ import type { CoreSettings } from "../../shared/settings.ts";
 import type { InfraNames } from "../config/names.ts";
 import { publishDeadLetter } from "../nats/dead-letter.ts";
 import { purgeBySubjectIsSafe } from "../nats/erase.ts";
+import { DirectReader } from "../nats/direct-reader.ts";
+import { InboxRequests } from "../nats/inbox-requests.ts";
 import { FastKv, KvWriter } from "../nats/kv-writer.ts";
 import { subjects } from "../nats/subjects.ts";
 import type { MeteredSummarizer } from "../summarizer/index.ts";
@@ -160,7 +162,10 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   const s = subjects(names);
   const buckets = await ensureWorkerBuckets(js, jsm, names, options.replicas ?? 1);
   const metrics = workerMetrics();
-  const writer = new KvWriter(nc);
+  // One inbox for the worker's JetStream writes and node reads (no nats.js request per call).
+  const inbox = new InboxRequests(nc);
+  const writer = new KvWriter(inbox);
+  const direct = new DirectReader(inbox);
   const jobTiming = { ...DEFAULT_JOB_TIMING, ...options.jobTiming };
   const ctx: WorkerContext = {
     js,
@@ -181,7 +186,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     settings: options.settings,
     summarizer: options.summarizer,
     limiter: new Limiter(options.settings.concurrency),
-    history: historyNodes(js, jsm, names, s),
+    history: historyNodes(writer, direct, names, s),
     metrics,
     log,
     inspect: options.inspect,
@@ -374,7 +379,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       await Promise.allSettled([...background]);
       stopping.abort();
       metricsSub.unsubscribe();
-      writer.close();
+      inbox.close();
     },
     abandon() {
       if (stopped) return;
@@ -387,7 +392,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       messages.stop();
       registry.abandon();
       metricsSub.unsubscribe();
-      writer.close();
+      inbox.close();
     },
   };
 }

@@ -1,0 +1,104 @@
+import {
+  createInbox,
+  type Msg,
+  type NatsConnection,
+  type PublishOptions,
+  type Subscription,
+} from "@nats-io/transport-node";
+
+interface Waiter {
+  resolve: (msg: Msg) => void;
+  reject: (err: Error) => void;
+  deadline: number;
+  /** What was asked, for the timeout's error ("a write to …"). */
+  what: string;
+}
+
+/**
+ * Requests answered on one wildcard inbox of its own. nats.js's request path builds a timer, a
+ * subscription entry and, on every success, an Error with a stack trace that nobody sees
+ * ("cancelled", to settle a promise already settled): with a few requests per chat event or
+ * summary node that was a tenth of the worker's CPU. Here a request is one publish and a map
+ * entry; one sweep per 250 ms fails those unanswered past the timeout. The caller reads the
+ * answer (KvWriter, DirectReader); the worker's share one inbox.
+ */
+export class InboxRequests {
+  readonly #nc: NatsConnection;
+  readonly #prefix: string;
+  readonly #sub: Subscription;
+  readonly #waiting = new Map<string, Waiter>();
+  readonly #sweeper: NodeJS.Timeout;
+  readonly #timeoutMs: number;
+  #next = 0;
+  #closed = false;
+
+  constructor(nc: NatsConnection, timeoutMs = 5_000) {
+    this.#nc = nc;
+    this.#timeoutMs = timeoutMs;
+    this.#prefix = `${createInbox()}.`;
+    this.#sub = nc.subscribe(`${this.#prefix}*`, {
+      callback: (err, msg) => {
+        if (!err) this.#answer(msg);
+      },
+    });
+    this.#sweeper = setInterval(() => this.#expire(Date.now()), 250);
+    this.#sweeper.unref();
+  }
+
+  /**
+   * Publishes `data` on `subject` with a reply inbox of ours; resolves with the answer. `what`
+   * names the request in errors ("a write to <subject>").
+   */
+  request(
+    subject: string,
+    data: Uint8Array | string,
+    what: string,
+    options: Omit<PublishOptions, "reply"> = {},
+  ): Promise<Msg> {
+    if (this.#closed) {
+      return Promise.reject(new Error(`cannot send ${what}: the worker is stopping`));
+    }
+    const token = (this.#next++).toString(36);
+    const reply = this.#prefix + token;
+    return new Promise<Msg>((resolve, reject) => {
+      this.#waiting.set(token, { resolve, reject, deadline: Date.now() + this.#timeoutMs, what });
+      try {
+        this.#nc.publish(subject, data, { ...options, reply });
+      } catch (err) {
+        this.#waiting.delete(token);
+        reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
+  }
+
+  #answer(msg: Msg): void {
+    const token = msg.subject.slice(this.#prefix.length);
+    const waiter = this.#waiting.get(token);
+    if (!waiter) return; // timed out already
+    this.#waiting.delete(token);
+    waiter.resolve(msg);
+  }
+
+  #expire(now: number, closing = false): void {
+    for (const [token, waiter] of this.#waiting) {
+      if (waiter.deadline > now) continue;
+      this.#waiting.delete(token);
+      waiter.reject(
+        new Error(
+          closing
+            ? `no answer to ${waiter.what} before the worker stopped`
+            : `JetStream did not answer ${waiter.what} within ${this.#timeoutMs} ms`,
+        ),
+      );
+    }
+  }
+
+  /** Fails what is still waiting and stops listening. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#sweeper);
+    this.#expire(Number.POSITIVE_INFINITY, true);
+    this.#sub.unsubscribe();
+  }
+}
