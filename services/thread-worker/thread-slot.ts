@@ -384,7 +384,8 @@ export class ThreadSlot {
   async #stopWaitingOut(): Promise<boolean> {
     const jobs = this.#jobs;
     if (!jobs || jobs.active === 0) return true;
-    this.#retryAt = this.#ctx.refusals.nextTry(this.thread, Date.now());
+    // A wait that ends this very moment (its timer not fired yet) is woken at once.
+    this.#retryAt = this.#ctx.refusals.nextTry(this.thread, Date.now()) ?? Date.now();
     this.#jobs = undefined;
     await jobs.stop();
     if (this.#queue.length === 0) return true;
