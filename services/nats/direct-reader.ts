@@ -1,3 +1,4 @@
+import type { Msg } from "@nats-io/transport-node";
 import type { InboxRequests } from "./inbox-requests.ts";
 
 /** A message read by a direct get: where it is stored, and its bytes. */
@@ -24,12 +25,13 @@ export class DirectReader {
   /** The last message stored on `subject` in `stream`, or undefined when there is none. */
   async lastBySubject(stream: string, subject: string): Promise<DirectMessage | undefined> {
     const what = `direct get of the last message on ${subject} from stream ${stream}`;
-    let msg;
     try {
-      msg = await this.#requests.request(
+      return await this.#requests.request(
         `$JS.API.DIRECT.GET.${stream}`,
         JSON.stringify({ last_by_subj: subject }),
-        what,
+        undefined,
+        "a direct get on",
+        readDirect,
       );
     } catch (err) {
       // No stream of that name (or one not allowing direct gets) answers nothing at all.
@@ -38,20 +40,19 @@ export class DirectReader {
         { cause: err },
       );
     }
-    const h = msg.headers;
-    if (h?.hasError) {
-      if (h.code === NOT_FOUND) return undefined;
-      throw new Error(
-        `${what} failed (${h.code} ${h.description}); check that the stream exists and allows direct gets`,
-      );
-    }
-    const seq = Number(h?.get("Nats-Sequence"));
-    const stored = h?.get("Nats-Subject");
-    if (!Number.isInteger(seq) || seq <= 0 || !stored) {
-      throw new Error(
-        `${what} was answered without a sequence and subject: not a JetStream direct get reply`,
-      );
-    }
-    return { seq, subject: stored, data: msg.data };
   }
+}
+
+function readDirect(msg: Msg): DirectMessage | undefined {
+  const h = msg.headers;
+  if (h?.hasError) {
+    if (h.code === NOT_FOUND) return undefined;
+    throw new Error(`the server answered ${h.code} ${h.description}`);
+  }
+  const seq = Number(h?.get("Nats-Sequence"));
+  const stored = h?.get("Nats-Subject");
+  if (!Number.isInteger(seq) || seq <= 0 || !stored) {
+    throw new Error("the answer has no sequence and subject: not a direct get reply");
+  }
+  return { seq, subject: stored, data: msg.data };
 }

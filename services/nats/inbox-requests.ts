@@ -1,17 +1,22 @@
 import {
   createInbox,
   type Msg,
+  type MsgHdrs,
   type NatsConnection,
-  type PublishOptions,
   type Subscription,
 } from "@nats-io/transport-node";
 
+/** Reads an answer: the request's result, or throws what is wrong with it. */
+export type ReadAnswer<T> = (msg: Msg, subject: string) => T;
+
 interface Waiter {
-  resolve: (msg: Msg) => void;
+  resolve: (value: unknown) => void;
   reject: (err: Error) => void;
+  read: ReadAnswer<unknown>;
   deadline: number;
-  /** What was asked, for the timeout's error ("a write to …"). */
+  /** What was asked and of which subject, for the errors ("a write to <subject>"). */
   what: string;
+  subject: string;
 }
 
 /**
@@ -46,24 +51,33 @@ export class InboxRequests {
   }
 
   /**
-   * Publishes `data` on `subject` with a reply inbox of ours; resolves with the answer. `what`
-   * names the request in errors ("a write to <subject>").
+   * Publishes `data` (with `headers`) on `subject` with a reply inbox of ours; resolves with
+   * what `read` makes of the answer, read as it arrives (one promise per request: the worker
+   * makes a few per chat event). `what` names the request in errors ("a write to" the subject).
    */
-  request(
+  request<T>(
     subject: string,
     data: Uint8Array | string,
+    headers: MsgHdrs | undefined,
     what: string,
-    options: Omit<PublishOptions, "reply"> = {},
-  ): Promise<Msg> {
+    read: ReadAnswer<T>,
+  ): Promise<T> {
     if (this.#closed) {
-      return Promise.reject(new Error(`cannot send ${what}: the worker is stopping`));
+      return Promise.reject(new Error(`cannot send ${what} ${subject}: the worker is stopping`));
     }
     const token = (this.#next++).toString(36);
     const reply = this.#prefix + token;
-    return new Promise<Msg>((resolve, reject) => {
-      this.#waiting.set(token, { resolve, reject, deadline: Date.now() + this.#timeoutMs, what });
+    return new Promise<T>((resolve, reject) => {
+      this.#waiting.set(token, {
+        resolve: resolve as (value: unknown) => void,
+        reject,
+        read,
+        deadline: Date.now() + this.#timeoutMs,
+        what,
+        subject,
+      });
       try {
-        this.#nc.publish(subject, data, { ...options, reply });
+        this.#nc.publish(subject, data, headers ? { reply, headers } : { reply });
       } catch (err) {
         this.#waiting.delete(token);
         reject(err instanceof Error ? err : new Error(String(err)));
@@ -76,7 +90,11 @@ export class InboxRequests {
     const waiter = this.#waiting.get(token);
     if (!waiter) return; // timed out already
     this.#waiting.delete(token);
-    waiter.resolve(msg);
+    try {
+      waiter.resolve(waiter.read(msg, waiter.subject));
+    } catch (err) {
+      waiter.reject(err instanceof Error ? err : new Error(String(err)));
+    }
   }
 
   #expire(now: number, closing = false): void {
@@ -86,8 +104,8 @@ export class InboxRequests {
       waiter.reject(
         new Error(
           closing
-            ? `no answer to ${waiter.what} before the worker stopped`
-            : `JetStream did not answer ${waiter.what} within ${this.#timeoutMs} ms`,
+            ? `no answer to ${waiter.what} ${waiter.subject} before the worker stopped`
+            : `JetStream did not answer ${waiter.what} ${waiter.subject} within ${this.#timeoutMs} ms`,
         ),
       );
     }

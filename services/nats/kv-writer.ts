@@ -1,6 +1,6 @@
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import type { KvEntry } from "@nats-io/kv";
-import { headers, type MsgHdrs } from "@nats-io/transport-node";
+import { headers, type Msg, type MsgHdrs } from "@nats-io/transport-node";
 import type { InboxRequests } from "./inbox-requests.ts";
 
 /** The KV operations the thread worker writes with (a nats.js `KV` has them too). */
@@ -40,49 +40,62 @@ export class KvWriter {
    * Publishes `value` on `subject` if the subject's last stored sequence is `expected` (0: the
    * subject has none); resolves with the stored sequence (the KV revision).
    */
-  async write(subject: string, value: Uint8Array, expected: number | undefined): Promise<number> {
-    return (await this.publish(subject, value, { expected })).seq;
+  write(subject: string, value: Uint8Array, expected: number | undefined): Promise<number> {
+    return this.#requests.request(
+      subject,
+      value,
+      expected === undefined ? undefined : writeHeaders(expected, undefined),
+      "a write to",
+      readSeq,
+    );
   }
 
   /**
    * `write` with a `msgId` too (the stream's de-duplication within its window): resolves with the
    * sequence, and whether the stream had that id already (then nothing new was stored).
    */
-  async publish(
+  publish(
     subject: string,
     value: Uint8Array,
     options: { expected?: number | undefined; msgId?: string | undefined },
   ): Promise<Stored> {
-    let h: MsgHdrs | undefined;
-    if (options.expected !== undefined || options.msgId !== undefined) {
-      h = headers();
-      if (options.expected !== undefined)
-        h.set(EXPECTED_LAST_SUBJECT_SEQ, String(options.expected));
-      if (options.msgId !== undefined) h.set(MSG_ID, options.msgId);
-    }
-    const msg = await this.#requests.request(
+    return this.#requests.request(
       subject,
       value,
-      `a write to ${subject}`,
-      h ? { headers: h } : {},
+      writeHeaders(options.expected, options.msgId),
+      "a write to",
+      readStored,
     );
-    if (msg.headers?.hasError) {
-      throw new Error(
-        `JetStream did not store the write (${msg.headers.code} ${msg.headers.description}): no stream answered for ${subject}`,
-      );
-    }
-    const answer = JSON.parse(decoder.decode(msg.data)) as {
-      seq?: number;
-      duplicate?: boolean;
-      error?: { code: number; err_code: number; description: string };
-    };
-    if (answer.error) throw new JetStreamApiError(answer.error);
-    if (typeof answer.seq !== "number") {
-      throw new Error(`JetStream answered a write to ${subject} without a sequence`);
-    }
-    return { seq: answer.seq, duplicate: answer.duplicate === true };
   }
 }
+
+function writeHeaders(expected: number | undefined, msgId: string | undefined): MsgHdrs {
+  const h = headers();
+  if (expected !== undefined) h.set(EXPECTED_LAST_SUBJECT_SEQ, String(expected));
+  if (msgId !== undefined) h.set(MSG_ID, msgId);
+  return h;
+}
+
+/** The server's answer to a publish: what it stored, or the error nats.js would throw. */
+function readStored(msg: Msg, subject: string): Stored {
+  if (msg.headers?.hasError) {
+    throw new Error(
+      `JetStream did not store the write (${msg.headers.code} ${msg.headers.description}): no stream answered for ${subject}`,
+    );
+  }
+  const answer = JSON.parse(decoder.decode(msg.data)) as {
+    seq?: number;
+    duplicate?: boolean;
+    error?: { code: number; err_code: number; description: string };
+  };
+  if (answer.error) throw new JetStreamApiError(answer.error);
+  if (typeof answer.seq !== "number") {
+    throw new Error(`JetStream answered a write to ${subject} without a sequence`);
+  }
+  return { seq: answer.seq, duplicate: answer.duplicate === true };
+}
+
+const readSeq = (msg: Msg, subject: string): number => readStored(msg, subject).seq;
 
 function isWrongLastSequence(err: unknown): boolean {
   return (
