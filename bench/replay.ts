@@ -19,6 +19,8 @@ import { startBenchServer } from "./support/server.ts";
 
 const THREADS = Number(process.env.BENCH_REPLAY_THREADS ?? 100);
 const MESSAGES = Number(process.env.BENCH_REPLAY_MESSAGES ?? 50_000);
+/** Rounds per side, alternating; the best of each is compared (more: steadier on a busy host). */
+const ROUNDS = Number(process.env.BENCH_REPLAY_ROUNDS ?? 2);
 
 /** Reads a whole stream through an ordered consumer and does nothing with it. */
 async function readAll(js: JetStreamClient, stream: string): Promise<number> {
@@ -71,7 +73,7 @@ export async function run(): Promise<Record<string, number>> {
       `  filled: ${MESSAGES} messages over ${THREADS} threads on CHAT, ${nodes.length} nodes on HISTORY`,
     );
 
-    // Each side twice, alternating, best of two: the machine is shared and its load drifts.
+    // Each side ROUNDS times, alternating, best of each: the machine is shared and its load drifts.
     const summarizer = new InstantSummarizer();
     let rawMs = Infinity;
     let replayMs = Infinity;
@@ -92,7 +94,7 @@ export async function run(): Promise<Record<string, number>> {
     };
     let read = 0;
     let calls = 0;
-    for (let round = 0; round < 2; round++) {
+    for (let round = 0; round < ROUNDS; round++) {
       // The limit: an ordered consumer on each stream, both read at once (the replay reads CHAT
       // while HISTORY is still coming in, so the baseline overlaps its reads the same way).
       const rawMark = cpuMark();
@@ -121,6 +123,9 @@ export async function run(): Promise<Record<string, number>> {
       const replayRound = performance.now() - replayStart;
       if (replayRound < replayMs) [replayMs, replayCpu] = [replayRound, cpuSince(replayMark)];
       if (code !== 0) throw new Error(`outline replay --all exited ${code}; its output:\n${out}`);
+      console.log(
+        `  round ${round + 1}: raw read ${(rawRound / 1000).toFixed(2)} s, replay ${(replayRound / 1000).toFixed(2)} s (${(rawRound / replayRound).toFixed(3)})`,
+      );
       // The command's own count of model calls, and ours of the summarizer it was handed.
       const reported = Number(/model calls: (\d+)/.exec(out)?.[1] ?? NaN);
       calls += Number.isNaN(reported) ? 1 : reported;

@@ -46,8 +46,10 @@ let nc: NatsConnection;
 let js: JetStreamClient;
 let kv: KV;
 const expected = new Map<string, OutlineSnapshot>();
+/** Where a model-built leaf is: its node and HISTORY sequence. */
+type LeafAt = { level: number; index: number; seq: number };
 /** HISTORY sequence of one model-built leaf per thread, to delete in the missing-node test. */
-const modelNodes = new Map<string, { level: number; index: number; seq: number }>();
+const modelNodes = new Map<string, LeafAt>();
 
 function textFor(thread: string, i: number): string {
   const h = hash(`${thread}:${i}`);
@@ -285,6 +287,32 @@ describe("outline replay", () => {
     expect(again.code).toBe(0);
     expect(again.calls).toBe(0);
     expect(again.stdout).toContain("verify: all 1 thread match");
+  });
+
+  it("a HISTORY event that is not a node of its subject's thread is ignored and counted, never displacing a stored node", async () => {
+    const [[kept, keptNode], [lost, lostNode]] = [...modelNodes.entries()]
+      .filter(([thread]) => thread !== "rp-t3")
+      .slice(1, 3) as [[string, LeafAt], [string, LeafAt]];
+    // On a node stored already: a later event that is not JSON, and one naming another thread.
+    const onKept = s.historyNode(kept, keptNode.level, keptNode.index);
+    await js.publish(onKept, "not json");
+    await js.publish(onKept, JSON.stringify({ thread: lost, level: 0, index: 0, text: "x" }));
+    const r = await replay(["--thread", kept, "--verify"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("verify: all 1 thread match");
+    expect(r.stdout).toContain(
+      "ignored 2 HISTORY events whose body is not a summary node of its subject's thread",
+    );
+
+    // The only event of a node the replay needs is invalid: the node is missing, and said so.
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.deleteMessage(names.historyStream, lostNode.seq);
+    await js.publish(s.historyNode(lost, lostNode.level, lostNode.index), "{}");
+    const missing = await replay(["--thread", lost]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(
+      `(level ${lostNode.level}, index ${lostNode.index}) of thread '${lost}' is not in HISTORY`,
+    );
   });
 
   it("an unknown thread and a bad command line are errors that say what to do", async () => {

@@ -1,3 +1,4 @@
+import { decimalIn } from "./decimal.ts";
 import { InvariantError } from "../../shared/errors.ts";
 import { THREAD_ID } from "../../shared/events.ts";
 import type { InfraNames } from "../config/names.ts";
@@ -52,14 +53,11 @@ function nodeNumber(what: string, n: number): number {
   return n;
 }
 
-function stripPrefix(subject: string, prefix: string): string[] | undefined {
-  return subject.startsWith(`${prefix}.`) ? subject.slice(prefix.length + 1).split(".") : undefined;
-}
-
 export function subjects(names: InfraNames): Subjects {
   const chat = names.chatPrefix;
   const history = names.historyPrefix;
   const chatDot = `${chat}.`;
+  const historyDot = `${history}.`;
   return {
     messageCreated: (thread) => `${chat}.${token(thread)}.message.created`,
     threadDeleted: (thread) => `${chat}.${token(thread)}.thread.deleted`,
@@ -85,12 +83,17 @@ export function subjects(names: InfraNames): Subjects {
       if (!THREAD_ID.test(thread)) return undefined;
       return { thread, kind };
     },
+    // Once per HISTORY event a replay reads: `<prefix>.<thread>.<level>.<index>`, no split.
     parseHistory(subject) {
-      const rest = stripPrefix(subject, history);
-      if (rest?.length !== 3) return undefined;
-      const [thread, level, index] = rest as [string, string, string];
-      if (!THREAD_ID.test(thread) || !/^\d+$/.test(level) || !/^\d+$/.test(index)) return undefined;
-      return { thread, level: Number(level), index: Number(index) };
+      if (!subject.startsWith(historyDot)) return undefined;
+      const last = subject.lastIndexOf(".");
+      const middle = subject.lastIndexOf(".", last - 1);
+      if (middle <= historyDot.length) return undefined;
+      const level = decimalIn(subject, middle + 1, last);
+      const index = decimalIn(subject, last + 1, subject.length);
+      const thread = subject.slice(historyDot.length, middle);
+      if (level === undefined || index === undefined || !THREAD_ID.test(thread)) return undefined;
+      return { thread, level, index };
     },
   };
 }

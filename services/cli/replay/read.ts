@@ -1,68 +1,41 @@
-import { DeliverPolicy, type JetStreamClient } from "@nats-io/jetstream";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { readInOrder, type StoredMessage } from "../../nats/ordered-read.ts";
 import { threadDeletedSchema } from "../../../shared/events.ts";
 import type { InfraNames } from "../../config/names.ts";
 import { subjects, type Subjects } from "../../nats/subjects.ts";
 import type { ChatEvent } from "./rebuild.ts";
 import { parseMessage, parseSummary } from "../../../shared/validate.ts";
 
-export interface RawEvent {
-  subject: string;
-  seq: number;
-  data: Uint8Array;
+/** A stored event as read: its subject, stream sequence and bytes. */
+export type RawEvent = StoredMessage;
+
+/** The connection a replay reads the streams through. */
+export interface StreamAccess {
+  nc: NatsConnection;
+  jsm: JetStreamManager;
 }
 
-/** How long a read waits for a message before deciding the stream has no more. */
-const IDLE_MS = 2_000;
-
 /**
- * Reads a stream (or the part a filter selects) once, in order, through an ordered consumer:
- * `onStart` learns how many messages there are, `onEvent` sees each. Stops at the end of what
- * was stored when it started (messages published meanwhile may be included, never waited for).
- * The consumer pulls ahead while events are applied (a fetch would wait a round trip per batch).
+ * Reads a stream (or the part a filter selects) once, in order (`readInOrder`): `onStart` learns
+ * how many messages there are, `onEvent` sees each, and a promise it returns is awaited before
+ * the next. Pulls run ahead of what is applied, so reading and applying overlap.
  */
-export async function readStream(
-  js: JetStreamClient,
+export function readStream(
+  access: StreamAccess,
   stream: string,
   filter: string | undefined,
   onStart: (total: number) => void,
   onEvent: (event: RawEvent) => Promise<void> | void,
 ): Promise<void> {
-  const consumer = await js.consumers.get(stream, {
-    ...(filter === undefined ? {} : { filter_subjects: filter }),
-    deliver_policy: DeliverPolicy.All,
-  });
-  try {
-    const total = (await consumer.info()).num_pending;
-    onStart(total);
-    if (total === 0) return;
-    const messages = await consumer.consume({ max_messages: 5000 });
-    // Nothing delivered for IDLE_MS while we wait: what was counted at the start was purged
-    // meanwhile. Time spent applying an event (a --resummarize model call) does not count.
-    let read = 0;
-    let busy = false;
-    let seen = -1;
-    const idle = setInterval(() => {
-      if (!busy && read === seen) void messages.stop();
-      seen = read;
-    }, IDLE_MS);
-    try {
-      for await (const m of messages) {
-        busy = true;
-        read += 1;
-        const applied = onEvent({ subject: m.subject, seq: m.seq, data: m.data });
-        if (applied) await applied;
-        busy = false;
-        // Caught up with the stream: the end of what it holds (pending counts what is left).
-        if (m.info.pending === 0) break;
-      }
-    } finally {
-      clearInterval(idle);
-      messages.stop();
-    }
-  } finally {
-    // Ordered consumers are ephemeral and expire anyway; deleting now frees the server early.
-    await consumer.delete().catch(() => undefined);
-  }
+  return readInOrder(
+    access.nc,
+    access.jsm,
+    stream,
+    filter === undefined ? {} : { filter },
+    onStart,
+    onEvent,
+  );
 }
 
 const decoder = new TextDecoder();
@@ -116,33 +89,87 @@ export function parseChatEvent(
   return { thread: where.thread, event: { kind: "deleted", at: parsed.data.at, seq: raw.seq } };
 }
 
-/** The node texts of one thread, by level then index (numbers: no key string per lookup). */
+/**
+ * The node texts of one thread, by level then index (numbers: no key string per lookup). A node
+ * read from HISTORY is kept as its event's bytes and parsed when it is first asked for: the
+ * nodes the core builds itself (free nodes, about a third) are never asked, so never parsed.
+ */
 export class NodeTextMap {
-  private readonly levels: Map<number, string>[] = [];
+  private readonly levels: Map<number, string | Uint8Array>[] = [];
   private count = 0;
+  /** HISTORY events found not to be a node of this thread when parsed (see `textOfNode`). */
+  private invalidBodies = 0;
+
+  constructor(private readonly thread: string) {}
 
   get(level: number, index: number): string | undefined {
-    return this.levels[level]?.get(index);
+    const nodes = this.levels[level];
+    const kept = nodes?.get(index);
+    if (kept === undefined || typeof kept === "string") return kept;
+    const text = textOfNode(kept, this.thread);
+    if (text === undefined) {
+      // As if never stored: the worker would not have written it.
+      nodes?.delete(index);
+      this.count -= 1;
+      this.invalidBodies += 1;
+      return undefined;
+    }
+    nodes?.set(index, text);
+    return text;
   }
 
+  /** A text built here (--resummarize). */
   set(level: number, index: number, text: string): void {
-    let nodes = this.levels[level];
-    if (!nodes) this.levels[level] = nodes = new Map<number, string>();
-    if (!nodes.has(index)) this.count += 1;
-    nodes.set(index, text);
+    this.keep(level, index, text);
   }
 
+  /**
+   * A HISTORY event's body for a node. The last valid event of a subject wins: a subject stored
+   * twice (rare) has both parsed now, and an invalid later one leaves the earlier.
+   */
+  setStored(level: number, index: number, body: Uint8Array): void {
+    if (this.levels[level]?.get(index) === undefined) {
+      this.keep(level, index, body);
+      return;
+    }
+    const text = textOfNode(body, this.thread);
+    if (text === undefined) this.invalidBodies += 1;
+    else this.keep(level, index, text);
+  }
+
+  private keep(level: number, index: number, value: string | Uint8Array): void {
+    let nodes = this.levels[level];
+    if (!nodes) this.levels[level] = nodes = new Map<number, string | Uint8Array>();
+    if (!nodes.has(index)) this.count += 1;
+    nodes.set(index, value);
+  }
+
+  /** Nodes held (those not yet asked for are counted as read, unparsed). */
   get size(): number {
     return this.count;
   }
+
+  /** HISTORY events ignored so far because their body was not a node of this thread. */
+  get invalid(): number {
+    return this.invalidBodies;
+  }
+}
+
+/** The text of a HISTORY event's body, or undefined unless it is a summary node of `thread`. */
+function textOfNode(body: Uint8Array, thread: string): string | undefined {
+  const node = parseSummary(json(body));
+  return node?.thread === thread ? node.text : undefined;
 }
 
 /** HISTORY texts per thread; the last event of a subject wins. */
 export type HistoryTexts = Map<string, NodeTextMap>;
 
-/** Reads the nodes of one thread (`history.<t>.>`) or of all threads into memory. */
+/**
+ * Reads the nodes of one thread (`history.<t>.>`) or of all threads into memory; `invalid`
+ * counts events on subjects that do not name a node (bodies are checked when asked for).
+ */
 export async function readHistory(
-  js: JetStreamClient,
+  access: StreamAccess,
   names: InfraNames,
   thread: string | undefined,
   onStart: (total: number) => void = () => {},
@@ -151,21 +178,16 @@ export async function readHistory(
   const texts: HistoryTexts = new Map();
   let invalid = 0;
   const filter = thread === undefined ? undefined : s.threadHistory(thread);
-  await readStream(js, names.historyStream, filter, onStart, (raw) => {
-    const node = parseSummary(json(raw.data));
-    // The subject the worker publishes a node on names what its body does: a comparison is
-    // cheaper than parsing the subject (anything else is parsed, and must name the same thread).
-    const where =
-      node && raw.subject === `${names.historyPrefix}.${node.thread}.${node.level}.${node.index}`
-        ? node
-        : s.parseHistory(raw.subject);
-    if (!where || !node || node.thread !== where.thread) {
+  await readStream(access, names.historyStream, filter, onStart, (raw) => {
+    // Only the subject is read now; the body when the replay asks for the node.
+    const where = s.parseHistory(raw.subject);
+    if (!where) {
       invalid += 1;
       return;
     }
     let nodes = texts.get(where.thread);
-    if (!nodes) texts.set(where.thread, (nodes = new NodeTextMap()));
-    nodes.set(where.level, where.index, node.text);
+    if (!nodes) texts.set(where.thread, (nodes = new NodeTextMap(where.thread)));
+    nodes.setStored(where.level, where.index, raw.data);
   });
   return { texts, invalid };
 }

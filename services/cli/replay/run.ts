@@ -1,4 +1,4 @@
-import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Summarizer } from "../../../shared/jobs.ts";
@@ -10,7 +10,14 @@ import { createSummarizer } from "../../summarizer/index.ts";
 import { parseReplayArgs, REPLAY_USAGE, UsageError, type ReplayArgs } from "./args.ts";
 import { compareSnapshots, formatDifference } from "./compare.ts";
 import { createProgress, type ProgressOutput } from "./progress.ts";
-import { NodeTextMap, parseChatEvent, readHistory, readStream, type HistoryTexts } from "./read.ts";
+import {
+  NodeTextMap,
+  parseChatEvent,
+  readHistory,
+  readStream,
+  type HistoryTexts,
+  type StreamAccess,
+} from "./read.ts";
 import { ThreadReplay, type ChatEvent, type Resummarize } from "./rebuild.ts";
 import { createResummarizer } from "./resummarize.ts";
 import { natsUrlOf } from "../../config/nats-url.ts";
@@ -32,6 +39,8 @@ interface Session {
   args: ReplayArgs;
   config: Config;
   js: JetStreamClient;
+  /** What the streams are read through. */
+  access: StreamAccess;
   out: (line: string) => void;
   err: ProgressOutput;
 }
@@ -53,7 +62,7 @@ async function rebuildThreads(
   history: Promise<unknown>,
   makeReplay: (thread: string) => ThreadReplay,
 ): Promise<Map<string, ThreadReplay>> {
-  const { args, config, js, err } = session;
+  const { args, config, access, err } = session;
   const names = config.names;
   const s = subjects(names);
   const threads = new Map<string, ThreadReplay>();
@@ -98,7 +107,7 @@ async function rebuildThreads(
 
   if (args.thread === undefined) {
     await readStream(
-      js,
+      access,
       names.chatStream,
       undefined,
       (n) => progress.total(n),
@@ -117,7 +126,7 @@ async function rebuildThreads(
     // merged into the message stream by sequence.
     const deletions: ChatEvent[] = [];
     await readStream(
-      js,
+      access,
       names.chatStream,
       s.threadDeleted(thread),
       (n) => progress.total(n),
@@ -129,7 +138,7 @@ async function rebuildThreads(
     );
     let next = 0;
     await readStream(
-      js,
+      access,
       names.chatStream,
       s.messageCreated(thread),
       (n) => progress.total(n + deletions.length),
@@ -225,7 +234,12 @@ async function writeInto(session: Session, bucket: string, threads: Map<string, 
   );
 }
 
-function summary(session: Session, threads: Map<string, ThreadReplay>, calls: number): void {
+function summary(
+  session: Session,
+  threads: Map<string, ThreadReplay>,
+  calls: number,
+  texts: HistoryTexts | undefined,
+): void {
   let messages = 0;
   let lines = 0;
   for (const [thread, replay] of threads) {
@@ -241,6 +255,13 @@ function summary(session: Session, threads: Map<string, ThreadReplay>, calls: nu
   session.out(
     `rebuilt ${threads.size} thread${threads.size === 1 ? "" : "s"}: ${messages} messages, ${lines} outline lines; model calls: ${calls}`,
   );
+  let invalid = 0;
+  for (const nodes of texts?.values() ?? []) invalid += nodes.invalid;
+  if (invalid > 0) {
+    session.out(
+      `ignored ${invalid} HISTORY event${invalid === 1 ? "" : "s"} whose body is not a summary node of its subject's thread (the worker never writes one; a node only they held was missing)`,
+    );
+  }
 }
 
 async function replay(session: Session, deps: ReplayDeps): Promise<number> {
@@ -252,12 +273,12 @@ async function replay(session: Session, deps: ReplayDeps): Promise<number> {
   }
   // HISTORY and CHAT are read at once; CHAT is applied once HISTORY is in.
   let texts: HistoryTexts | undefined;
-  const history = readHistory(js, config.names, args.thread).then((read) => {
+  const history = readHistory(session.access, config.names, args.thread).then((read) => {
     texts = read.texts;
     let nodes = 0;
     for (const m of texts.values()) nodes += m.size;
     out(
-      `HISTORY: ${nodes} nodes of ${texts.size} threads${read.invalid ? ` (${read.invalid} invalid events ignored)` : ""}`,
+      `HISTORY: ${nodes} nodes of ${texts.size} threads${read.invalid ? ` (${read.invalid} events on subjects that name no node ignored)` : ""}`,
     );
   });
   // Its failure is reported where it is awaited (rebuildThreads); never left unhandled meanwhile.
@@ -276,12 +297,12 @@ async function replay(session: Session, deps: ReplayDeps): Promise<number> {
   const built = await rebuildThreads(session, history, (thread) => {
     if (!texts) throw new Error(`internal: thread '${thread}' replayed before HISTORY was read`);
     let nodes = texts.get(thread);
-    if (!nodes) texts.set(thread, (nodes = new NodeTextMap()));
+    if (!nodes) texts.set(thread, (nodes = new NodeTextMap(thread)));
     const r = new ThreadReplay(thread, config.settings, nodes, resummarize);
     threads.set(thread, r);
     return r;
   });
-  summary(session, built, calls());
+  summary(session, built, calls(), texts);
   if (args.into !== undefined) await writeInto(session, args.into, built);
   if (args.verify && (await verify(session, built)) > 0) return EXIT.differs;
   return EXIT.ok;
@@ -311,7 +332,8 @@ export async function run(argv: readonly string[], deps: ReplayDeps = {}): Promi
     out(
       `replay from ${redactUrl(url)}: streams ${config.names.chatStream} + ${config.names.historyStream}`,
     );
-    return await replay({ args, config, js: jetstream(nc), out, err: stderr }, deps);
+    const access = { nc, jsm: await jetstreamManager(nc) };
+    return await replay({ args, config, js: jetstream(nc), access, out, err: stderr }, deps);
   } catch (err) {
     stderr.write(`replay: ${(err as Error).message}\n`);
     return EXIT.error;

@@ -1,0 +1,189 @@
+import { jetstreamManager, StorageType, type JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import {
+  OrderedReadError,
+  readInOrder,
+  type OrderedReadOptions,
+  type StoredMessage,
+} from "../services/nats/ordered-read.ts";
+import { workerScope } from "./support/worker-scope.ts";
+
+const scope = workerScope();
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** A stream of its own with `count` messages `m0…` on `<name>.a` and `<name>.b` by turns. */
+async function filled(
+  count: number,
+): Promise<{ nc: NatsConnection; jsm: JetStreamManager; name: string }> {
+  const nc = await scope.connect("ordered-read-test");
+  const jsm = await jetstreamManager(nc);
+  const name = `OR_${randomUUID().slice(0, 8)}`;
+  await jsm.streams.add({ name, subjects: [`${name}.>`], storage: StorageType.Memory });
+  const js = jsm.jetstream();
+  for (let i = 0; i < count; i++) {
+    await js.publish(`${name}.${i % 2 === 0 ? "a" : "b"}`, encoder.encode(`m${i}`));
+  }
+  return { nc, jsm, name };
+}
+
+/** Reads `name` with `options`, awaiting `during(seq)` after each message; the texts read. */
+async function textsRead(
+  at: { nc: NatsConnection; jsm: JetStreamManager; name: string },
+  options: OrderedReadOptions,
+  during: (seq: number) => Promise<unknown>,
+): Promise<string[]> {
+  const read: string[] = [];
+  await readInOrder(
+    at.nc,
+    at.jsm,
+    at.name,
+    options,
+    () => {},
+    async (m) => {
+      read.push(decoder.decode(m.data));
+      await during(m.seq);
+    },
+  );
+  return read;
+}
+
+/** Reads `name` whole with `options`: the count it announced first, and every message. */
+async function readWhole(
+  at: { nc: NatsConnection; jsm: JetStreamManager; name: string },
+  options: OrderedReadOptions,
+): Promise<{ total: number; read: StoredMessage[] }> {
+  const read: StoredMessage[] = [];
+  let total = -1;
+  await readInOrder(
+    at.nc,
+    at.jsm,
+    at.name,
+    options,
+    (n) => (total = n),
+    (m) => void read.push(m),
+  );
+  return { total, read };
+}
+
+const texts = (read: StoredMessage[]) => read.map((m) => decoder.decode(m.data));
+const expected = (from: number, to: number, step = 1) =>
+  Array.from({ length: Math.ceil((to - from) / step) }, (_, k) => `m${from + k * step}`);
+
+describe("readInOrder (a lean ordered read of a stream)", () => {
+  it("reads every message once, in order, with its subject and sequence, and says how many first", async () => {
+    const at = await filled(500);
+    const { jsm, name } = at;
+    const { total, read } = await readWhole(at, { batch: 64 });
+    expect(total).toBe(500);
+    expect(texts(read)).toEqual(expected(0, 500));
+    expect(read.map((m) => m.seq)).toEqual(expected(0, 500).map((_, i) => i + 1));
+    expect(read[1]?.subject).toBe(`${name}.b`);
+    // Its consumer is gone once the read is done.
+    await expect.poll(async () => (await jsm.consumers.list(name).next()).length).toBe(0);
+  });
+
+  it("reads only what a filter selects", async () => {
+    const at = await filled(101);
+    const { total, read } = await readWhole(at, { filter: `${at.name}.b`, batch: 16 });
+    expect(total).toBe(50);
+    expect(texts(read)).toEqual(expected(1, 101, 2));
+  });
+
+  it("an empty stream: zero, and done at once", async () => {
+    const { nc, jsm, name } = await filled(0);
+    let total = -1;
+    let events = 0;
+    await readInOrder(
+      nc,
+      jsm,
+      name,
+      {},
+      (n) => (total = n),
+      () => void (events += 1),
+    );
+    expect([total, events]).toEqual([0, 0]);
+  });
+
+  it("waits for a returned promise before handing over the next message", async () => {
+    const { nc, jsm, name } = await filled(300);
+    const read: string[] = [];
+    let inside = 0;
+    let overlapped = false;
+    await readInOrder(
+      nc,
+      jsm,
+      name,
+      { batch: 32 },
+      () => {},
+      async (m) => {
+        if ((inside += 1) > 1) overlapped = true;
+        if (m.seq % 50 === 0) await new Promise((r) => setTimeout(r, 30));
+        read.push(decoder.decode(m.data));
+        inside -= 1;
+      },
+    );
+    expect(overlapped).toBe(false);
+    expect(read).toEqual(expected(0, 300));
+  });
+
+  it("goes on with a fresh consumer after the last message taken when its consumer is deleted", async () => {
+    const at = await filled(400);
+    // A deleted consumer's pulls go unanswered: the idle check finds it gone.
+    const read = await textsRead(at, { batch: 25, idleMs: 200 }, async (seq) => {
+      if (seq !== 120) return;
+      // Someone deletes the read's consumer while it is paused (an operator, an expiry).
+      for (const info of await at.jsm.consumers.list(at.name).next()) {
+        await at.jsm.consumers.delete(at.name, info.name);
+      }
+    });
+    expect(read).toEqual(expected(0, 400));
+  });
+
+  it("stops at what is left when the rest is purged while it reads (nothing waited for past idleMs)", async () => {
+    const at = await filled(300);
+    const started = Date.now();
+    const read = await textsRead(at, { batch: 10, idleMs: 200 }, async (seq) => {
+      if (seq === 5) await at.jsm.streams.purge(at.name);
+    });
+    expect(read.slice(0, 5)).toEqual(expected(0, 5));
+    expect(read.length).toBeLessThan(300);
+    expect(Date.now() - started).toBeLessThan(3_000);
+  });
+
+  it("rejects with what onEvent threw, and removes its consumer", async () => {
+    const { nc, jsm, name } = await filled(50);
+    const failure = new Error("bad event");
+    await expect(
+      readInOrder(
+        nc,
+        jsm,
+        name,
+        {},
+        () => {},
+        (m) => {
+          if (m.seq === 7) throw failure;
+        },
+      ),
+    ).rejects.toBe(failure);
+    await expect.poll(async () => (await jsm.consumers.list(name).next()).length).toBe(0);
+  });
+
+  it("a stream that does not exist is a clear error", async () => {
+    const { nc, jsm } = await filled(0);
+    const err = await readInOrder(
+      nc,
+      jsm,
+      "NO_SUCH_STREAM",
+      {},
+      () => {},
+      () => {},
+    ).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OrderedReadError);
+    expect((err as Error).message).toMatch(
+      /reading stream NO_SUCH_STREAM in order: could not make a consumer.*stream not found.*rerun/,
+    );
+  });
+});
