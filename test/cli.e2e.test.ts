@@ -102,6 +102,18 @@ describe("outline --help", () => {
   });
 });
 
+describe("outline replay", () => {
+  it("rebuilds a thread, and passes the exit code and output of a failure on", async () => {
+    const rebuilt = await outline("replay", "--thread", thread);
+    expect(rebuilt.code).toBe(0);
+    expect(rebuilt.stdout).toContain(`rebuilt 1 thread: ${messages.length} messages`);
+    expect(rebuilt.stdout).toMatch(/model calls: 0/);
+    const neither = await outline("replay");
+    expect(neither.code).toBe(2);
+    expect(neither.stderr).toContain("--thread T for one, or --all");
+  });
+});
+
 describe("outline send", () => {
   it("publishes a valid message.created on the thread's subject with Nats-Msg-Id = its id", async () => {
     const target = `${thread}-send`;
