@@ -17,7 +17,7 @@ import { startBenchServer } from "./support/server.ts";
 const THREADS = Number(process.env.BENCH_REPLAY_THREADS ?? 100);
 const MESSAGES = Number(process.env.BENCH_REPLAY_MESSAGES ?? 50_000);
 /** Rounds per side, alternating; the best of each is compared (more: steadier on a busy host). */
-const ROUNDS = Number(process.env.BENCH_REPLAY_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_REPLAY_ROUNDS ?? 5);
 
 const encoder = new TextEncoder();
 

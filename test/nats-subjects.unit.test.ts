@@ -104,6 +104,49 @@ describe("parseChat", () => {
   });
 });
 
+describe("parseHistory", () => {
+  // The reading it replaced: a split on dots, and regular expressions.
+  function bySplit(prefix: string, subject: string) {
+    if (!subject.startsWith(`${prefix}.`)) return undefined;
+    const rest = subject.slice(prefix.length + 1).split(".");
+    if (rest.length !== 3) return undefined;
+    const [thread, level, index] = rest as [string, string, string];
+    if (!THREAD_ID.test(thread) || !/^\d+$/.test(level) || !/^\d+$/.test(index)) return undefined;
+    return { thread, level: Number(level), index: Number(index) };
+  }
+
+  it("answers as a split on dots would, for any run of subjects (it reuses the thread read last)", () => {
+    const token = fc.oneof(
+      fc.constantFrom("history", "t9", "0", "007", "", "*", "x.1"),
+      fc.stringMatching(/^\d{1,15}$/),
+      fc.string({ maxLength: 5 }),
+      fc.stringMatching(/^[A-Za-z0-9_-]{1,130}$/),
+    );
+    // Mostly node subjects of a few threads that start alike (t9, t9x, t, t!), so a run may
+    // switch to a thread the last one is a prefix of, or to one that is not a thread at all.
+    const nodeSubject = fc.tuple(
+      fc.constantFrom("t9", "t9x", "t", "t!", "t9.x"),
+      fc.stringMatching(/^\d{1,4}$/),
+      fc.stringMatching(/^\d{1,4}$/),
+    );
+    fc.assert(
+      fc.property(
+        fc.constantFrom("history", "acme.history"),
+        fc.array(fc.oneof(nodeSubject, fc.array(token, { maxLength: 5 })), { maxLength: 12 }),
+        (prefix, runs) => {
+          const s = subjects({ ...DEFAULT_NAMES, historyPrefix: prefix });
+          for (const tokens of runs) {
+            for (const subject of [tokens.join("."), [prefix, ...tokens].join(".")]) {
+              expect(s.parseHistory(subject), subject).toEqual(bySplit(prefix, subject));
+            }
+          }
+        },
+      ),
+      { numRuns: 2_000 },
+    );
+  });
+});
+
 describe("subjectCovers", () => {
   it.each([
     ["chat.>", "chat.*.message.created", true],

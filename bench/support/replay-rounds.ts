@@ -53,7 +53,7 @@ async function measured<T>(
 async function main(): Promise<void> {
   const url = process.env.NATS_URL ?? "";
   const serverPid = Number(process.env.BENCH_SERVER_PID) || undefined;
-  const rounds = Number(process.env.BENCH_REPLAY_ROUNDS ?? 3);
+  const rounds = Number(process.env.BENCH_REPLAY_ROUNDS ?? 5);
   const nc = await connectNats({ url, name: "bench-replay-raw" });
   const js = jetstream(nc);
   const summarizer = new InstantSummarizer();

@@ -210,20 +210,20 @@ class OrderedRead {
     this.#received += 1;
     this.#delivered = info.dseq;
     this.#lastSeq = info.sseq;
-    const delivery: Queued = {
-      message: { subject: msg.subject, seq: info.sseq, data: msg.data },
-      pending: info.pending,
-    };
-    if (this.#busySince !== undefined || this.#queue.length > 0) this.#queue.push(delivery);
-    else this.#hand(delivery);
+    const message = { subject: msg.subject, seq: info.sseq, data: msg.data };
+    if (this.#busySince !== undefined || this.#queue.length > 0) {
+      this.#queue.push({ message, pending: info.pending });
+    } else {
+      this.#hand(message, info.pending);
+    }
   }
 
   /** Hands one message to onEvent; a promise pauses the read until it settles. */
-  #hand(delivery: Queued): void {
-    if (delivery.pending === 0) this.#endSeen = true;
+  #hand(message: StoredMessage, pending: number): void {
+    if (pending === 0) this.#endSeen = true;
     let applied: Promise<void> | void;
     try {
-      applied = this.onEvent(delivery.message);
+      applied = this.onEvent(message);
     } catch (err) {
       this.#fail(err);
       return;
@@ -259,7 +259,7 @@ class OrderedRead {
     while (this.#busySince === undefined && !this.#finished) {
       const next = this.#queue.shift();
       if (!next) break;
-      this.#hand(next);
+      this.#hand(next.message, next.pending);
     }
     if (this.#busySince === undefined && !this.#finished) {
       if (this.#endSeen) this.#settle();
@@ -357,26 +357,49 @@ export interface Delivery {
  */
 export function deliveryOf(reply: string, consumer: string): Delivery | undefined {
   if (!reply.startsWith(ACK_PREFIX)) return undefined;
-  // Where each token after the prefix starts (a dot before each but the first).
-  const starts = [ACK_PREFIX.length];
+  // Where each token after the prefix starts (a dot before each but the first), in an array
+  // made once: this runs per message.
+  const starts = TOKEN_STARTS;
+  starts[0] = ACK_PREFIX.length;
+  let tokens = 1;
   for (let i = ACK_PREFIX.length; i < reply.length; i++) {
-    if (reply.charCodeAt(i) === 46 && starts.push(i + 1) > 10) return undefined;
+    if (reply.charCodeAt(i) !== 46) continue;
+    if (tokens === 10) return undefined;
+    starts[tokens++] = i + 1;
   }
   // Old form: 7 tokens, the consumer second; newer form: 10, the consumer fourth.
-  const first = starts.length === 7 ? 1 : starts.length === 10 ? 3 : -1;
+  const first = tokens === 7 ? 1 : tokens === 10 ? 3 : -1;
   if (first < 0) return undefined;
+  // No closure per message here: under tsx each one costs a name definition.
+  const end = reply.length;
   const consumerAt = starts[first] as number;
-  const consumerEnd = (starts[first + 1] as number) - 1;
+  const consumerEnd = tokenEnd(starts, tokens, first, end);
   if (consumerEnd - consumerAt !== consumer.length || !reply.startsWith(consumer, consumerAt)) {
     return undefined;
   }
-  // No closure per message here: under tsx each one costs a name definition.
-  const sseq = decimalIn(reply, starts[first + 2] as number, (starts[first + 3] as number) - 1);
-  const dseq = decimalIn(reply, starts[first + 3] as number, (starts[first + 4] as number) - 1);
-  const pendingEnd = first + 6 < starts.length ? (starts[first + 6] as number) - 1 : reply.length;
-  const pending = decimalIn(reply, starts[first + 5] as number, pendingEnd);
+  const sseq = decimalIn(
+    reply,
+    starts[first + 2] as number,
+    tokenEnd(starts, tokens, first + 2, end),
+  );
+  const dseq = decimalIn(
+    reply,
+    starts[first + 3] as number,
+    tokenEnd(starts, tokens, first + 3, end),
+  );
+  const pending = decimalIn(
+    reply,
+    starts[first + 5] as number,
+    tokenEnd(starts, tokens, first + 5, end),
+  );
   if (sseq === undefined || dseq === undefined || pending === undefined) return undefined;
   return { sseq, dseq, pending };
 }
 
+const TOKEN_STARTS = new Int32Array(10);
+
+/** Where token `k` ends: before the next one's dot, or at the end of the subject. */
+function tokenEnd(starts: Int32Array, tokens: number, k: number, end: number): number {
+  return k + 1 < tokens ? (starts[k + 1] as number) - 1 : end;
+}
 const ACK_PREFIX = "$JS.ACK.";

@@ -58,6 +58,7 @@ export function subjects(names: InfraNames): Subjects {
   const history = names.historyPrefix;
   const chatDot = `${chat}.`;
   const historyDot = `${history}.`;
+  let lastHistoryThread = "";
   return {
     messageCreated: (thread) => `${chat}.${token(thread)}.message.created`,
     threadDeleted: (thread) => `${chat}.${token(thread)}.thread.deleted`,
@@ -91,8 +92,18 @@ export function subjects(names: InfraNames): Subjects {
       if (middle <= historyDot.length) return undefined;
       const level = decimalIn(subject, middle + 1, last);
       const index = decimalIn(subject, last + 1, subject.length);
+      if (level === undefined || index === undefined) return undefined;
+      // A thread's nodes come in runs: the thread checked last is reused without a slice or a test.
+      const known = lastHistoryThread;
+      if (
+        middle - historyDot.length === known.length &&
+        subject.startsWith(known, historyDot.length)
+      ) {
+        return { thread: known, level, index };
+      }
       const thread = subject.slice(historyDot.length, middle);
-      if (level === undefined || index === undefined || !THREAD_ID.test(thread)) return undefined;
+      if (!THREAD_ID.test(thread)) return undefined;
+      lastHistoryThread = thread;
       return { thread, level, index };
     },
   };
