@@ -92,6 +92,25 @@ describe("readInOrder (a lean ordered read of a stream)", () => {
     expect(texts(read)).toEqual(expected(1, 101, 2));
   });
 
+  it("keeps a pull's bytes under maxBytes, and fetches a message bigger than that alone, without a stall", async () => {
+    const at = await filled(0);
+    const js = at.jsm.jetstream();
+    const sizes = Array.from({ length: 30 }, (_, i) => (i === 17 ? 300_000 : 60_000 + i));
+    for (const [i, size] of sizes.entries()) {
+      const body = new Uint8Array(size).fill(97);
+      body.set(encoder.encode(`m${i}:`));
+      await js.publish(`${at.name}.a`, body);
+    }
+    const started = Date.now();
+    // The idle check (which would also recover a stalled pull) cannot fire within the test.
+    const { read } = await readWhole(at, { batch: 10, maxBytes: 250_000, idleMs: 60_000 });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(read.map((m) => m.data.length)).toEqual(sizes);
+    expect(read.map((m) => decoder.decode(m.data.subarray(0, 4)).split(":")[0])).toEqual(
+      expected(0, 30),
+    );
+  });
+
   it("an empty stream: zero, and done at once", async () => {
     const { nc, jsm, name } = await filled(0);
     let total = -1;

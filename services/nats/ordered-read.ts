@@ -9,6 +9,7 @@ import {
   createInbox,
   nanos,
   type Msg,
+  type MsgHdrs,
   type NatsConnection,
   type Subscription,
 } from "@nats-io/transport-node";
@@ -26,6 +27,12 @@ export interface OrderedReadOptions {
   filter?: string;
   /** Messages asked for per pull; two pulls' worth are kept in flight ahead of the reader. */
   batch?: number;
+  /**
+   * Bytes a pull may bring at most (so at most twice this is in flight: big messages cannot
+   * pile up past the server's limit for a slow client, which would cut the connection). A
+   * message bigger than this alone is fetched by a pull of its own.
+   */
+  maxBytes?: number;
   /** Nothing delivered this long while the reader waits: what was counted at the start is gone. */
   idleMs?: number;
 }
@@ -40,6 +47,12 @@ export class OrderedReadError extends Error {
 const INACTIVE_MS = 5 * 60_000;
 /** A reader paused longer than this starts a fresh consumer: the old may have expired. */
 const RESUME_FRESH_MS = INACTIVE_MS / 2;
+/** Bytes a pull may bring by default: 16 MiB, so at most 32 MiB in flight. */
+const DEFAULT_MAX_BYTES = 16 * 2 ** 20;
+/** A pull for the next message alone, whatever its size (it is bigger than maxBytes). */
+const ONE_WHATEVER_ITS_SIZE = JSON.stringify({ batch: 1 });
+/** The header of a pull's end saying how many of its messages it did not bring. */
+const PENDING_MESSAGES = "Nats-Pending-Messages";
 /** A read that keeps losing its consumer (the stream deleted under it) gives up after this many. */
 const MAX_RESTARTS = 10;
 
@@ -78,7 +91,10 @@ class OrderedRead {
   #resolve!: () => void;
   #reject!: (err: Error) => void;
   readonly #batch: number;
+  readonly #pullBody: string;
   readonly #idleMs: number;
+  /** The last pull brought nothing: the next message is bigger than maxBytes alone. */
+  #nextIsBig = false;
   readonly #sub: Subscription;
   readonly #inbox = createInbox();
   /** Pulls of each consumer ask for replies on an inbox of their own (a status names it). */
@@ -121,6 +137,10 @@ class OrderedRead {
       this.#reject = reject;
     });
     this.#batch = options.batch ?? 2_000;
+    this.#pullBody = JSON.stringify({
+      batch: this.#batch,
+      max_bytes: options.maxBytes ?? DEFAULT_MAX_BYTES,
+    });
     this.#idleMs = options.idleMs ?? 2_000;
     this.#sub = nc.subscribe(`${this.#inbox}.*`, {
       callback: (err, msg) => {
@@ -181,22 +201,46 @@ class OrderedRead {
 
   /** Keeps between one and two batches asked for ahead of what onEvent has taken. */
   #pull(): void {
+    if (this.#consumer !== undefined && this.#nextIsBig) {
+      this.#nextIsBig = false;
+      this.nc.publish(this.#nextSubject, ONE_WHATEVER_ITS_SIZE, { reply: this.#reply });
+      this.#requested += 1;
+    }
     while (this.#consumer !== undefined && this.#requested - this.#handled < this.#batch) {
-      this.nc.publish(this.#nextSubject, `{"batch":${this.#batch}}`, { reply: this.#reply });
+      this.nc.publish(this.#nextSubject, this.#pullBody, { reply: this.#reply });
       this.#requested += this.#batch;
     }
+  }
+
+  /**
+   * A status on the inbox of the current consumer's pulls. 100 (heartbeat) and 404/408 (a pull
+   * ended empty) need nothing. A 409 for bytes ends a pull short: what it did not bring is asked
+   * again (by a pull of its own for a message bigger than maxBytes). Any other 409 says the
+   * consumer is gone (deleted, a leader change) or refused a pull: a fresh consumer takes over.
+   */
+  #status(headers: MsgHdrs | undefined): void {
+    if (headers?.code !== 409) return;
+    if (!/message size exceeds/i.test(headers.description)) {
+      void this.#open(this.#lastSeq + 1);
+      return;
+    }
+    const left = Number(headers.get(PENDING_MESSAGES));
+    if (Number.isInteger(left) && left > 0) {
+      if (left >= this.#batch) this.#nextIsBig = true;
+      this.#requested -= left;
+    } else {
+      // An older server that does not say: ask again as if nothing else were in flight.
+      this.#requested = this.#handled + this.#queue.length;
+    }
+    if (this.#busySince === undefined) this.#pull();
   }
 
   #receive(msg: Msg): void {
     if (this.#finished || this.#consumer === undefined) return;
     const reply = msg.reply;
     if (!reply) {
-      // A status, on the inbox of the pull it answers (one of a replaced consumer: ignored). 100
-      // (heartbeat) and 404/408 (a pull ended empty) need nothing; 409 says the consumer is gone
-      // or a pull was refused, so a fresh consumer takes over.
-      if (msg.subject === this.#reply && msg.headers?.code === 409) {
-        void this.#open(this.#lastSeq + 1);
-      }
+      // A status, on the inbox of the pull it answers (one of a replaced consumer: ignored).
+      if (msg.subject === this.#reply) this.#status(msg.headers);
       return;
     }
     const info = deliveryOf(reply, this.#consumer);
