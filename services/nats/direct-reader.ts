@@ -1,19 +1,26 @@
-import type { Msg } from "@nats-io/transport-node";
+import type { Msg, MsgHdrs } from "@nats-io/transport-node";
 import type { InboxRequests } from "./inbox-requests.ts";
 
-/** A message read by a direct get: where it is stored, and its bytes. */
+/** A message read by a direct get: where it is stored, its bytes and its headers. */
 export interface DirectMessage {
   seq: number;
   subject: string;
   data: Uint8Array;
+  /** The stored message's own headers (KV-Operation, Nats-Msg-Id, …) beside the get's. */
+  headers: MsgHdrs | undefined;
 }
+
+/** What a direct get asks for: a sequence, the last on a subject, or the next on one from a sequence. */
+export type DirectQuery =
+  { seq: number } | { last_by_subj: string } | { next_by_subj: string; seq: number };
 
 const NOT_FOUND = 404;
 
 /**
  * Direct gets (`$JS.API.DIRECT.GET.<stream>`, the stream must allow them) answered on an inbox of
  * their own (InboxRequests: no Error built per request, as nats.js's `direct.getMessage` does).
- * The worker reads a summary node before each summarizer call through it.
+ * The worker reads a summary node before each summarizer call through it; the prompt-builder
+ * every read of a request.
  */
 export class DirectReader {
   readonly #requests: InboxRequests;
@@ -22,13 +29,12 @@ export class DirectReader {
     this.#requests = requests;
   }
 
-  /** The last message stored on `subject` in `stream`, or undefined when there is none. */
-  async lastBySubject(stream: string, subject: string): Promise<DirectMessage | undefined> {
-    const what = `direct get of the last message on ${subject} from stream ${stream}`;
+  /** The message `query` names in `stream`, or undefined when there is none. */
+  async get(stream: string, query: DirectQuery): Promise<DirectMessage | undefined> {
     try {
       return await this.#requests.request(
         `$JS.API.DIRECT.GET.${stream}`,
-        JSON.stringify({ last_by_subj: subject }),
+        JSON.stringify(query),
         undefined,
         "a direct get on",
         readDirect,
@@ -36,11 +42,24 @@ export class DirectReader {
     } catch (err) {
       // No stream of that name (or one not allowing direct gets) answers nothing at all.
       throw new Error(
-        `${what} failed: ${(err as Error).message}; check that the stream exists and allows direct gets`,
+        `direct get of ${describe(query)} from stream ${stream} failed: ${(err as Error).message}; check that the stream exists and allows direct gets`,
         { cause: err },
       );
     }
   }
+
+  /** The last message stored on `subject` in `stream`, or undefined when there is none. */
+  lastBySubject(stream: string, subject: string): Promise<DirectMessage | undefined> {
+    return this.get(stream, { last_by_subj: subject });
+  }
+}
+
+function describe(query: DirectQuery): string {
+  if ("last_by_subj" in query) return `the last message on ${query.last_by_subj}`;
+  if ("next_by_subj" in query) {
+    return `the first message on ${query.next_by_subj} from seq ${query.seq}`;
+  }
+  return `message seq ${query.seq}`;
 }
 
 function readDirect(msg: Msg): DirectMessage | undefined {
@@ -54,5 +73,5 @@ function readDirect(msg: Msg): DirectMessage | undefined {
   if (!Number.isInteger(seq) || seq <= 0 || !stored) {
     throw new Error("the answer has no sequence and subject: not a direct get reply");
   }
-  return { seq, subject: stored, data: msg.data };
+  return { seq, subject: stored, data: msg.data, headers: h };
 }

@@ -25,7 +25,7 @@ interface Waiter {
  * ("cancelled", to settle a promise already settled): with a few requests per chat event or
  * summary node that was a tenth of the worker's CPU. Here a request is one publish and a map
  * entry; one sweep per 250 ms fails those unanswered past the timeout. The caller reads the
- * answer (KvWriter, DirectReader); the worker's share one inbox.
+ * answer (KvWriter, DirectReader); the worker's share one inbox, the prompt-builder's reader has its own.
  */
 export class InboxRequests {
   readonly #nc: NatsConnection;
@@ -63,7 +63,9 @@ export class InboxRequests {
     read: ReadAnswer<T>,
   ): Promise<T> {
     if (this.#closed) {
-      return Promise.reject(new Error(`cannot send ${what} ${subject}: the worker is stopping`));
+      return Promise.reject(
+        new Error(`cannot send ${what} ${subject}: its inbox is closed (the service is stopping)`),
+      );
     }
     const token = (this.#next++).toString(36);
     const reply = this.#prefix + token;
@@ -104,7 +106,7 @@ export class InboxRequests {
       waiter.reject(
         new Error(
           closing
-            ? `no answer to ${waiter.what} ${waiter.subject} before the worker stopped`
+            ? `no answer to ${waiter.what} ${waiter.subject} before the service stopped`
             : `JetStream did not answer ${waiter.what} ${waiter.subject} within ${this.#timeoutMs} ms`,
         ),
       );

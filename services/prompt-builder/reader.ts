@@ -1,15 +1,12 @@
-import {
-  DeliverPolicy,
-  jetstream,
-  jetstreamManager,
-  type JetStreamManager,
-} from "@nats-io/jetstream";
+import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { messageCreatedSchema, type Message } from "../../shared/events.ts";
 import { summaryEventSchema, type SummaryEvent } from "../../shared/history.ts";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import type { InfraNames } from "../config/names.ts";
+import { DirectReader, type DirectQuery } from "../nats/direct-reader.ts";
+import { InboxRequests } from "../nats/inbox-requests.ts";
 import { subjects, type Subjects } from "../nats/subjects.ts";
 import { ApiError } from "./api-error.ts";
 import { ByteLru } from "./lru.ts";
@@ -88,6 +85,12 @@ export const DEFAULT_CACHE_BYTES = 32 * 1024 * 1024;
  */
 export const DEFAULT_DIRECT_READS = 32;
 
+/** The header a KV delete or purge leaves on the key's last message (a put has none). */
+const KV_OPERATION = "KV-Operation";
+
+/** How long a read waits for its answer (nats.js's default for a JetStream request). */
+const READ_TIMEOUT_MS = 5_000;
+
 /** Bytes of the per-thread sequence hints `messagesAfter` keeps (a few numbers per thread). */
 const HINT_BYTES = 4 * 1024 * 1024;
 
@@ -97,7 +100,7 @@ const HINT_BYTES = 4 * 1024 * 1024;
  * milliseconds per prompt (bench prompt). The stream's own config decides; a user not allowed to
  * read stream info gets the plain reads.
  */
-async function openDirect(nc: NatsConnection, bucket: string): Promise<KV> {
+async function openDirect(nc: NatsConnection, bucket: string): Promise<Bucket> {
   let direct = false;
   try {
     const info = await (await jetstreamManager(nc)).streams.info(`KV_${bucket}`);
@@ -105,14 +108,21 @@ async function openDirect(nc: NatsConnection, bucket: string): Promise<KV> {
   } catch {
     // Fall through to the plain reads; `open` reports a bucket that does not exist.
   }
-  return new Kvm(jetstream(nc)).open(bucket, direct ? { allow_direct: true } : {});
+  const kv = await new Kvm(jetstream(nc)).open(bucket, direct ? { allow_direct: true } : {});
+  return { kv, direct };
+}
+
+/** The snapshot bucket, and whether its stream allows direct gets (read on our own inbox then). */
+interface Bucket {
+  kv: KV;
+  direct: boolean;
 }
 
 // The snapshot bucket is opened (not created) on first use and again after a failure: the
 // prompt-builder may start before the worker has created the topology, and its NATS user may
 // not be allowed to create streams at all.
-function lazyBucket(nc: NatsConnection, bucket: string): () => Promise<KV> {
-  let opening: Promise<KV> | undefined;
+function lazyBucket(nc: NatsConnection, bucket: string): () => Promise<Bucket> {
+  let opening: Promise<Bucket> | undefined;
   return () => {
     opening ??= openDirect(nc, bucket).catch((err: unknown) => {
       opening = undefined;
@@ -156,6 +166,11 @@ function parseMessage(
 
 const decoder = new TextDecoder();
 
+/** A stored body as JSON; throws when it is not. */
+function jsonOf(data: Uint8Array): unknown {
+  return JSON.parse(decoder.decode(data)) as unknown;
+}
+
 export function createReader(
   nc: NatsConnection,
   names: InfraNames,
@@ -169,23 +184,13 @@ export function createReader(
   // the next read's gets may start, all at once instead of one after another. A hint decides
   // only where a get starts, never what is served: every message comes from a get's answer.
   const hints = new ByteLru<string, number[]>(HINT_BYTES);
-  let manager: Promise<JetStreamManager> | undefined;
-  const jsm = (): Promise<JetStreamManager> => {
-    manager ??= jetstreamManager(nc).catch((err: unknown) => {
-      manager = undefined;
-      throw storeError("JetStream", err);
-    });
-    return manager;
-  };
-  const direct = async (
-    stream: string,
-    query: Parameters<JetStreamManager["direct"]["getMessage"]>[1],
-    what: string,
-  ) => {
+  // Every direct get of a request on an inbox of the reader's own: nats.js's request path builds
+  // an Error with a stack trace per completed request (two per prompt).
+  const reads = new DirectReader(new InboxRequests(nc, READ_TIMEOUT_MS));
+  const direct = async (stream: string, query: DirectQuery, what: string) => {
     try {
-      return await (await jsm()).direct.getMessage(stream, query);
+      return await reads.get(stream, query);
     } catch (err) {
-      if (err instanceof ApiError) throw err;
       throw storeError(what, err);
     }
   };
@@ -208,16 +213,36 @@ export function createReader(
     return parsed;
   }
 
-  async function storedSnapshot(thread: string): Promise<StoredSnapshot | undefined> {
-    const kv = await bucket();
+  /** The snapshot's bytes, or undefined when the key has none (never put, deleted, purged). */
+  async function snapshotBytes(thread: string): Promise<Uint8Array | undefined> {
+    const { kv, direct: allowsDirect } = await bucket();
+    const what = `the snapshot of '${thread}'`;
+    if (allowsDirect) {
+      const bucketName = names.kvBucket;
+      const sm = await direct(
+        `KV_${bucketName}`,
+        { last_by_subj: `$KV.${bucketName}.${thread}` },
+        what,
+      );
+      const operation = sm?.headers?.get(KV_OPERATION);
+      if (!sm || (operation !== "" && operation !== undefined && operation !== "PUT")) {
+        return undefined;
+      }
+      return sm.data.length === 0 ? undefined : sm.data;
+    }
     let entry;
     try {
       entry = await kv.get(thread);
     } catch (err) {
-      throw storeError(`the snapshot of '${thread}'`, err);
+      throw storeError(what, err);
     }
     if (!entry || entry.operation !== "PUT" || entry.length === 0) return undefined;
-    const bytes = entry.value;
+    return entry.value;
+  }
+
+  async function storedSnapshot(thread: string): Promise<StoredSnapshot | undefined> {
+    const bytes = await snapshotBytes(thread);
+    if (!bytes) return undefined;
     return {
       bytes,
       parse: () => {
@@ -256,7 +281,7 @@ export function createReader(
       if (hit) return hit;
       const sm = await direct(names.chatStream, { seq }, `message seq ${seq} of '${thread}'`);
       if (!sm) return undefined;
-      return parseAndKeep(sm.subject, sm.seq, sm.data.length, () => sm.json(), thread);
+      return parseAndKeep(sm.subject, sm.seq, sm.data.length, () => jsonOf(sm.data), thread);
     },
 
     async messagesAfter(thread, afterSeq, untilSeq, max) {
@@ -307,7 +332,7 @@ export function createReader(
           break;
         }
         chain.push(sm.seq);
-        take(sm.subject, sm.seq, sm.data.length, () => sm.json());
+        take(sm.subject, sm.seq, sm.data.length, () => jsonOf(sm.data));
       }
       if (chain.length > 0) hints.set(thread, chain, 8 * chain.length + 2 * thread.length + 64);
       if (next > untilSeq) {
@@ -365,7 +390,7 @@ export function createReader(
       if (!sm) return undefined;
       let body: unknown;
       try {
-        body = sm.json();
+        body = jsonOf(sm.data);
       } catch {
         body = undefined;
       }
