@@ -161,6 +161,17 @@ describe("readInOrder (a lean ordered read of a stream)", () => {
     expect(read).toEqual(expected(0, 400));
   });
 
+  it("after a long pause of onEvent, goes on with a fresh consumer: every message once, in order", async () => {
+    const at = await filled(300);
+    const consumers = new Set<string>();
+    const read = await textsRead(at, { batch: 20, freshAfterPauseMs: 50 }, async (seq) => {
+      for (const info of await at.jsm.consumers.list(at.name).next()) consumers.add(info.name);
+      if (seq === 100) await new Promise((r) => setTimeout(r, 120));
+    });
+    expect(read).toEqual(expected(0, 300));
+    expect(consumers.size).toBe(2);
+  });
+
   it("stops at what is left when the rest is purged while it reads (nothing waited for past idleMs)", async () => {
     const at = await filled(300);
     const started = Date.now();

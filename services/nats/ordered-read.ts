@@ -35,6 +35,11 @@ export interface OrderedReadOptions {
   maxBytes?: number;
   /** Nothing delivered this long while the reader waits: what was counted at the start is gone. */
   idleMs?: number;
+  /**
+   * A pause of onEvent longer than this (a model call of `--resummarize`) resumes on a fresh
+   * consumer: the old may have expired meanwhile (its inactivity limit is twice this).
+   */
+  freshAfterPauseMs?: number;
 }
 
 /** The read could not go on (its consumer could not be made, the connection closed). */
@@ -45,8 +50,6 @@ export class OrderedReadError extends Error {
 
 /** A consumer unused this long is removed by the server (a crashed reader leaves nothing). */
 const INACTIVE_MS = 5 * 60_000;
-/** A reader paused longer than this starts a fresh consumer: the old may have expired. */
-const RESUME_FRESH_MS = INACTIVE_MS / 2;
 /** Bytes a pull may bring by default: 16 MiB, so at most 32 MiB in flight. */
 const DEFAULT_MAX_BYTES = 16 * 2 ** 20;
 /** A pull for the next message alone, whatever its size (it is bigger than maxBytes). */
@@ -289,7 +292,7 @@ class OrderedRead {
     const pausedFor = Date.now() - (this.#busySince ?? Date.now());
     this.#busySince = undefined;
     if (this.#finished) return;
-    if (pausedFor > RESUME_FRESH_MS && !this.#endSeen) {
+    if (pausedFor > (this.options.freshAfterPauseMs ?? INACTIVE_MS / 2) && !this.#endSeen) {
       // The consumer may have expired meanwhile: what is queued is kept, the rest asked anew.
       const fresh = this.#open(this.#lastSeq + 1);
       this.#drain();
