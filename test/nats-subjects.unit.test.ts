@@ -57,13 +57,19 @@ describe("subjects", () => {
   });
 });
 
+/** The oracles' reading: the tokens after `prefix.`, split on dots, when there are three. */
+function threeTokensAfter(prefix: string, subject: string): [string, string, string] | undefined {
+  if (!subject.startsWith(`${prefix}.`)) return undefined;
+  const rest = subject.slice(prefix.length + 1).split(".");
+  return rest.length === 3 ? (rest as [string, string, string]) : undefined;
+}
+
 describe("parseChat", () => {
   // The reading it replaced (split on dots): the same answer for any subject.
   function bySplit(prefix: string, subject: string) {
-    if (!subject.startsWith(`${prefix}.`)) return undefined;
-    const rest = subject.slice(prefix.length + 1).split(".");
-    if (rest.length !== 3) return undefined;
-    const [thread, a, b] = rest as [string, string, string];
+    const rest = threeTokensAfter(prefix, subject);
+    if (!rest) return undefined;
+    const [thread, a, b] = rest;
     const kind = `${a}.${b}`;
     if (!THREAD_ID.test(thread)) return undefined;
     if (kind !== "message.created" && kind !== "thread.deleted") return undefined;
@@ -107,10 +113,9 @@ describe("parseChat", () => {
 describe("parseHistory", () => {
   // The reading it replaced: a split on dots, and regular expressions.
   function bySplit(prefix: string, subject: string) {
-    if (!subject.startsWith(`${prefix}.`)) return undefined;
-    const rest = subject.slice(prefix.length + 1).split(".");
-    if (rest.length !== 3) return undefined;
-    const [thread, level, index] = rest as [string, string, string];
+    const rest = threeTokensAfter(prefix, subject);
+    if (!rest) return undefined;
+    const [thread, level, index] = rest;
     if (!THREAD_ID.test(thread) || !/^\d+$/.test(level) || !/^\d+$/.test(index)) return undefined;
     return { thread, level: Number(level), index: Number(index) };
   }
