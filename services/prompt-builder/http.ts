@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { bearerMatches } from "./access.ts";
 import { ApiError, errorBody } from "./api-error.ts";
+import type { Explorer } from "./explorer/explorer.ts";
 import type { Health } from "./health.ts";
 import { METRICS_CONTENT_TYPE, type ApiMetrics } from "./metrics.ts";
 import type { Operations } from "./operations.ts";
@@ -25,6 +26,8 @@ export interface HttpOptions {
   token: string | undefined;
   /** Where unexpected failures are reported (never the request's data). */
   log?: (line: string) => void;
+  /** The web explorer under /ui (its own auth: the same token, or its session cookie). */
+  explorer?: Explorer | undefined;
 }
 
 /** Sends JSON: a value, or its text already encoded (a prompt body, see Operations). */
@@ -49,7 +52,7 @@ function sendError(res: ServerResponse, err: ApiError, headers: Record<string, s
 }
 
 const ROUTES_HINT =
-  "routes: GET /threads/{thread}/prompt?agent=…&from=…&format=openai|anthropic, /threads/{thread}/zoom?id=…&n=…, /threads/{thread}/outline, /threads/{thread}/tools, /healthz, /metrics";
+  "routes: GET /threads/{thread}/prompt?agent=…&from=…&format=openai|anthropic, /threads/{thread}/zoom?id=…&n=…, /threads/{thread}/outline, /threads/{thread}/tools, /healthz, /metrics; the explorer at /ui/";
 
 type Route =
   { kind: "healthz" } | { kind: "metrics" } | { kind: "thread"; op: Operation; raw: RawRequest };
@@ -121,6 +124,7 @@ export function createHttpServer(options: HttpOptions): Server {
         `${req.method} is not served: every route is GET; ${ROUTES_HINT}`,
       );
     }
+    if (options.explorer?.serves(target)) return options.explorer.handle(req, res);
     const r = route(target);
     if (r.kind === "healthz") {
       const report = await options.health.check();

@@ -2,6 +2,7 @@ import { loadSettings } from "../config/load.ts";
 import { connectNats, redactUrl } from "../nats/connect.ts";
 import { ensureTopology } from "../nats/topology.ts";
 import { apiToken } from "./access.ts";
+import { createExplorer } from "./explorer/explorer.ts";
 import { natsHealth } from "./health.ts";
 import { createHttpServer, listen } from "./http.ts";
 import { createMetrics } from "./metrics.ts";
@@ -39,10 +40,25 @@ async function main(): Promise<void> {
     onPromptCache: (hit) => metrics.promptCache(hit),
   });
   const natsApi = serveNatsApi(nc, config.names.apiPrefix, operations, metrics, log);
-  const server = createHttpServer({ operations, metrics, health: natsHealth(nc), token, log });
+  const explorer = createExplorer({
+    nc,
+    names: config.names,
+    reader,
+    operations,
+    settings: config.settings,
+    token,
+  });
+  const server = createHttpServer({
+    operations,
+    metrics,
+    health: natsHealth(nc),
+    token,
+    log,
+    explorer,
+  });
   const address = await listen(server, host, port);
   log(
-    `prompt-builder: HTTP on http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}${token ? " (bearer token required)" : ""}, NATS API on ${config.names.apiPrefix}.{prompt,zoom,outline,tools} at ${redactUrl(url)}`,
+    `prompt-builder: HTTP on http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}${token ? " (bearer token required)" : ""}, explorer at /ui/, NATS API on ${config.names.apiPrefix}.{prompt,zoom,outline,tools} at ${redactUrl(url)}`,
   );
 
   let stopping = false;
@@ -50,6 +66,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log(`prompt-builder: ${signal}: draining`);
+    explorer.close();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     void Promise.all([closed, natsApi.drain()])

@@ -20,6 +20,7 @@ import { InboxRequests } from "../nats/inbox-requests.ts";
 import { FastKv, KvWriter } from "../nats/kv-writer.ts";
 import { subjects } from "../nats/subjects.ts";
 import type { MeteredSummarizer } from "../summarizer/index.ts";
+import { startActorFeed } from "./actor-feed.ts";
 import { ensureWorkerBuckets, type WorkerBuckets } from "./buckets.ts";
 import { BusyIndex } from "./busy-index.ts";
 import { chatSubjectProblem } from "./decode.ts";
@@ -167,6 +168,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   const writer = new KvWriter(inbox);
   const direct = new DirectReader(inbox);
   const jobTiming = { ...DEFAULT_JOB_TIMING, ...options.jobTiming };
+  const actorFeed = startActorFeed(nc, names, { inner: options.inspect, log });
   const ctx: WorkerContext = {
     js,
     jsm,
@@ -189,7 +191,8 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     history: historyNodes(writer, direct, names, s),
     metrics,
     log,
-    inspect: options.inspect,
+    // The explorer's actor states (/ui/) ride on XState's inspection, beside any --inspect.
+    inspect: actorFeed.inspect,
     jobTiming,
     refusals: new Refusals(jobTiming),
     snapshotDelayMs: options.snapshotDelayMs ?? 50,
@@ -379,6 +382,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       await Promise.allSettled([...background]);
       stopping.abort();
       metricsSub.unsubscribe();
+      actorFeed.stop();
       inbox.close();
     },
     abandon() {
@@ -392,6 +396,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       messages.stop();
       registry.abandon();
       metricsSub.unsubscribe();
+      actorFeed.stop();
       inbox.close();
     },
   };

@@ -1,0 +1,86 @@
+// The thread actor: its state now and its last transitions, from the workers' actor feed.
+import type { ActorReport, ActorTransition } from "../explorer/types.ts";
+import { ago, clock, num } from "./format.ts";
+
+/** A colour per kind of state: at rest, working, waiting, gone. */
+export function stateTone(state: string): string {
+  const s = state.toLowerCase();
+  if (s.includes("delet") || s.includes("eras") || s.includes("stopped")) return "gone";
+  if (s.includes("cut") || s.includes("merg") || s.includes("hold") || s.includes("backlog"))
+    return "waiting";
+  if (s.includes("summar") || s.includes("load")) return "working";
+  if (s.includes("passiv")) return "asleep";
+  return "rest";
+}
+
+export function ActorBadge(props: { report: ActorReport | undefined; loading?: boolean }) {
+  if (props.loading) return <span class="badge asleep">…</span>;
+  if (!props.report) {
+    return (
+      <span
+        class="badge asleep"
+        title="No worker holds this thread's actor in memory now (passivated when idle, or not loaded yet)"
+      >
+        not in memory
+      </span>
+    );
+  }
+  const r = props.report;
+  return (
+    <span class={`badge ${stateTone(r.state)}`} title={`on ${r.worker} since ${ago(r.since)}`}>
+      {r.state}
+    </span>
+  );
+}
+
+export function ActorPanel(props: {
+  report: ActorReport | undefined;
+  transitions: ActorTransition[];
+  loaded: boolean;
+}) {
+  const { report, transitions } = props;
+  const shown = transitions.slice(-12).reverse();
+  return (
+    <section class="panel actor" aria-labelledby="actor-title">
+      <header>
+        <h2 id="actor-title">Actor</h2>
+        {props.loaded ? (
+          <ActorBadge report={report} />
+        ) : (
+          <span class="muted small">asking the workers…</span>
+        )}
+        {report && (
+          <span class="muted small">
+            on {report.worker}, since {ago(report.since)}
+          </span>
+        )}
+      </header>
+      {props.loaded && !report && shown.length === 0 && (
+        <p class="muted small pad">
+          No worker holds this thread's actor now: it is loaded again by its next event. Its
+          transitions show here live while the page is open.
+        </p>
+      )}
+      {shown.length > 0 && (
+        <table class="transitions">
+          <tbody>
+            {shown.map((t, i) => (
+              <tr key={`${t.at}-${i}`}>
+                <td class="mono muted">{clock(t.at)}</td>
+                <td class="mono">
+                  <span class={`state ${stateTone(t.from)}`}>{t.from}</span>
+                  <span class="arrow"> —{t.event}→ </span>
+                  <span class={`state ${stateTone(t.to)}`}>{t.to}</span>
+                </td>
+                <td class="num muted small">
+                  {t.count !== undefined ? `${num(t.count)} msg` : ""}
+                  {t.lines !== undefined ? ` · ${num(t.lines)} lines` : ""}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,2 @@
+// esbuild bundles imported CSS into app.css.
+declare module "*.css";

@@ -1,0 +1,157 @@
+// The tail: the messages still whole, their estimated tokens, and where the next cut falls.
+import { Fragment } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import type { Settings, TailMessage, TailPage, ThreadBody } from "../explorer/types.ts";
+import { getJson, threadPath } from "./api.ts";
+import { num, when } from "./format.ts";
+
+const PAGE = 50;
+
+interface Whole {
+  message: { text: string };
+  page: { next: number | null; total: number };
+}
+
+function TailRow(props: { thread: string; m: TailMessage; due: boolean }) {
+  const { m } = props;
+  const [whole, setWhole] = useState<string | null>(null);
+  const [open, setOpen] = useState(false);
+  const toggle = () => {
+    setOpen((o) => !o);
+    if (whole !== null) return;
+    getJson<Whole>(threadPath(props.thread, `/zoom?id=${m.position}&n=1`))
+      .then((z) =>
+        setWhole(
+          z.page.next === null
+            ? z.message.text
+            : `${z.message.text}\n\n[… ${num(z.page.total - z.page.next)} more characters: open it from the outline's zoom]`,
+        ),
+      )
+      .catch((err: Error) => setWhole(`could not read it: ${err.message}`));
+  };
+  return (
+    <li class={`tail-row${props.due ? " due" : ""}`}>
+      <button type="button" class="tail-head" aria-expanded={open} onClick={toggle}>
+        <span class="mono pos">{num(m.position)}</span>
+        <span class="who">
+          {m.from}
+          {m.to ? ` → ${m.to}` : ""}
+        </span>
+        {props.due && (
+          <span
+            class="badge waiting"
+            title="Its leaf is due: summarized ahead, it leaves at the next cut"
+          >
+            due
+          </span>
+        )}
+        {m.steps > 0 && <span class="badge rest">{m.steps} steps</span>}
+        <span class="muted mono small">{when(m.at)}</span>
+        <span class="tokens mono" title="estimated tokens">
+          {num(m.tokens)} tok
+        </span>
+      </button>
+      <p class="preview">
+        {open && whole !== null ? <span class="whole">{whole}</span> : m.preview}
+      </p>
+    </li>
+  );
+}
+
+export function TailPanel(props: {
+  thread: string;
+  body: ThreadBody;
+  settings: Settings;
+  version: number;
+}) {
+  const { thread, body, settings } = props;
+  const [offset, setOffset] = useState(0);
+  const [page, setPage] = useState<TailPage | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const count = body.tail.count;
+
+  useEffect(() => setOffset(0), [thread]);
+  useEffect(() => {
+    const abort = new AbortController();
+    getJson<TailPage>(threadPath(thread, `/tail?offset=${offset}&limit=${PAGE}`), abort.signal)
+      .then((p) => {
+        setPage(p);
+        setError(null);
+      })
+      .catch((err: Error) => err.name !== "AbortError" && setError(err.message));
+    return () => abort.abort();
+  }, [thread, offset, props.version]);
+
+  const cut = page?.cut ?? body.tail.cut;
+  const [low, high] = settings.tail;
+  const share = Math.min(100, (cut.tokens / high) * 100);
+  const first = page?.first ?? body.tail.first;
+  const cutPosition = first + cut.leaving;
+  const messages = page?.messages ?? [];
+  return (
+    <section class="panel tail" aria-labelledby="tail-title">
+      <header>
+        <h2 id="tail-title">Tail</h2>
+        <span class="muted small">
+          {num(count)} messages whole · {num(cut.tokens)} est. tokens
+          {body.tail.newer > 0 ? ` · ${num(body.tail.newer)} newer than the snapshot` : ""}
+        </span>
+      </header>
+      <div
+        class="meter"
+        title={`the tail is cut once it passes ${num(high)} tokens, down to at most ${num(low)}`}
+      >
+        <div class="fill" style={{ width: `${share}%` }} />
+        <div class="mark" style={{ left: `${(low / high) * 100}%` }} />
+      </div>
+      <p class="small pad cut-summary">
+        {cut.leaving > 0 ? (
+          <>
+            <b>Next cut</b> at message {num(cutPosition)}: the {num(cut.leaving)} oldest (
+            {num(cut.leavingTokens)} tokens) leave for the outline once the tail passes {num(high)}{" "}
+            tokens ({num(high - cut.tokens)} to go); {num(cut.due)} leaves are due and summarized
+            ahead.
+          </>
+        ) : (
+          <>No message would leave yet: the tail is under {num(low)} tokens.</>
+        )}
+      </p>
+      {body.tail.note && <p class="warning small">{body.tail.note}</p>}
+      {error && <p class="error small">{error}</p>}
+      <ol class="tail-list">
+        {messages.map((m) => (
+          <Fragment key={m.id}>
+            {m.position === cutPosition && cut.leaving > 0 && (
+              <li class="cut-line" key="cut" aria-label="where the next cut falls">
+                <span>✂ next cut: messages above leave, from here on stay whole</span>
+              </li>
+            )}
+            <TailRow thread={thread} m={m} due={m.position < first + cut.due} />
+          </Fragment>
+        ))}
+      </ol>
+      {count > PAGE && (
+        <nav class="pager small" aria-label="Tail pages">
+          <button
+            type="button"
+            disabled={offset === 0}
+            onClick={() => setOffset(Math.max(0, offset - PAGE))}
+          >
+            ‹ Older
+          </button>
+          <span class="muted">
+            {num(first + offset)}–{num(first + Math.min(count, offset + PAGE) - 1)} of {num(first)}–
+            {num(first + count - 1)}
+          </span>
+          <button
+            type="button"
+            disabled={offset + PAGE >= count}
+            onClick={() => setOffset(offset + PAGE)}
+          >
+            Newer ›
+          </button>
+        </nav>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,234 @@
+import { hostname } from "node:os";
+import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { ActorRefLike, InspectionEvent } from "xstate";
+import type { InfraNames } from "../config/names.ts";
+import {
+  actorFeedSubjects,
+  MAX_FEED_THREADS,
+  type ActorReport,
+  type ActorStatesReply,
+  type ActorStatesRequest,
+  type ActorTransition,
+  type WatchNotice,
+} from "../nats/actor-feed.ts";
+import type { Logger } from "./log.ts";
+
+/** Transitions kept per live actor: enough to read what it did last, a few hundred bytes. */
+export const KEPT_TRANSITIONS = 12;
+/** Longest a watch notice holds, whatever it asks (the explorer repeats it every few seconds). */
+const MAX_WATCH_MS = 60_000;
+
+export interface ActorFeed {
+  /** The actors' `inspect` option: passes every event on to `inner`, keeps state changes. */
+  inspect: (event: InspectionEvent) => void;
+  stop(): void;
+}
+
+interface Kept {
+  thread: string;
+  state: string;
+  since: number;
+  transitions: ActorTransition[];
+}
+
+/** A state value as one string: `idle`, or `active.idle` for nested states. */
+export function stateName(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (typeof value !== "object" || value === null) return "?";
+  return Object.entries(value as Record<string, unknown>)
+    .map(([key, inner]) => {
+      const rest = stateName(inner);
+      return typeof inner === "object" && inner !== null && Object.keys(inner).length === 0
+        ? key
+        : `${key}.${rest}`;
+    })
+    .join(",");
+}
+
+const numberOf = (v: unknown): number | undefined => (typeof v === "number" ? v : undefined);
+
+/** The thread and its position, from the machine's context (`core`, or flat). */
+function facts(context: unknown): Partial<ActorTransition> {
+  const c = (context ?? {}) as Record<string, unknown>;
+  const core = (typeof c.core === "object" && c.core !== null ? c.core : c) as Record<
+    string,
+    unknown
+  >;
+  const out: Partial<ActorTransition> = {};
+  if (typeof core.thread === "string") out.thread = core.thread;
+  const count = numberOf(core.count);
+  const boundary = numberOf(core.boundary);
+  if (count !== undefined) out.count = count;
+  if (boundary !== undefined) out.boundary = boundary;
+  if (Array.isArray(core.outline)) out.lines = core.outline.length;
+  return out;
+}
+
+function threadsOf(msg: Msg): string[] {
+  try {
+    const body = msg.json<Partial<ActorStatesRequest>>();
+    return Array.isArray(body.threads)
+      ? body.threads.filter((t): t is string => typeof t === "string").slice(0, MAX_FEED_THREADS)
+      : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The worker's side of the actor feed (services/nats/actor-feed.ts). XState's inspection events
+ * reach it for every thread actor; it keeps only the root actor's state changes (a comparison of
+ * one string per snapshot), the last few per live actor, and forgets an actor when it stops.
+ * Nothing is published unless an explorer watches the thread: while nobody looks, the cost is
+ * that comparison and a short array per live actor.
+ */
+export function startActorFeed(
+  nc: NatsConnection,
+  names: Pick<InfraNames, "apiPrefix">,
+  options: { inner?: ((event: InspectionEvent) => void) | undefined; log?: Logger } = {},
+): ActorFeed {
+  const subjects = actorFeedSubjects(names);
+  const worker = `${hostname()}:${process.pid}`;
+  const byActor = new Map<ActorRefLike, Kept>();
+  const byThread = new Map<string, Kept>();
+  const watched = new Map<string, number>();
+  const inner = options.inner;
+  let warned = false;
+  const warnOnce = (what: string, err: unknown) => {
+    if (warned) return;
+    warned = true;
+    options.log?.warn(
+      `actor feed: ${what}: ${(err as Error).message}; the explorer (/ui/) will not show actor states from this worker (check the NATS user may use ${names.apiPrefix}.actors.>)`,
+    );
+  };
+
+  const isWatched = (thread: string, now: number): boolean => {
+    if (watched.size === 0) return false;
+    const until = watched.get(thread);
+    if (until === undefined) return false;
+    if (until >= now) return true;
+    watched.delete(thread);
+    return false;
+  };
+
+  const record = (kept: Kept, transition: ActorTransition) => {
+    kept.transitions.push(transition);
+    if (kept.transitions.length > KEPT_TRANSITIONS) kept.transitions.shift();
+    kept.state = transition.to;
+    kept.since = transition.at;
+    if (!isWatched(kept.thread, transition.at)) return;
+    try {
+      nc.publish(subjects.feed(kept.thread), JSON.stringify(transition));
+    } catch (err) {
+      warnOnce("publishing a transition failed", err);
+    }
+  };
+
+  const observe = (event: InspectionEvent) => {
+    // Only the thread actor itself (a machine's invoked children have their own snapshots).
+    if (event.type !== "@xstate.snapshot" || event.actorRef.sessionId !== event.rootId) return;
+    const snapshot = event.snapshot as { value?: unknown; status?: string; context?: unknown };
+    let kept = byActor.get(event.actorRef);
+    const at = Date.now();
+    if (snapshot.status !== "active") {
+      if (!kept) return;
+      record(kept, {
+        ...facts(snapshot.context),
+        thread: kept.thread,
+        at,
+        from: kept.state,
+        event: event.event.type,
+        to: "(stopped)",
+      });
+      byActor.delete(event.actorRef);
+      if (byThread.get(kept.thread) === kept) byThread.delete(kept.thread);
+      return;
+    }
+    const to = stateName(snapshot.value);
+    if (kept?.state === to) return;
+    const known = facts(snapshot.context);
+    if (!kept) {
+      const thread = known.thread ?? event.actorRef.sessionId;
+      kept = { thread, state: "(new)", since: at, transitions: [] };
+      byActor.set(event.actorRef, kept);
+      byThread.set(thread, kept);
+    }
+    record(kept, {
+      ...known,
+      thread: kept.thread,
+      at,
+      from: kept.state,
+      event: event.event.type,
+      to,
+    });
+  };
+
+  const report = (kept: Kept, withTransitions: boolean): ActorReport => ({
+    thread: kept.thread,
+    worker,
+    state: kept.state,
+    since: kept.since,
+    ...(withTransitions ? { transitions: kept.transitions.slice() } : {}),
+  });
+
+  const subs: Subscription[] = [];
+  const subscribe = (subject: string, handle: (msg: Msg) => void) => {
+    try {
+      subs.push(
+        nc.subscribe(subject, {
+          callback: (err, msg) => {
+            if (err) warnOnce(`the subscription to ${subject} failed`, err);
+            else handle(msg);
+          },
+        }),
+      );
+    } catch (err) {
+      warnOnce(`cannot subscribe to ${subject}`, err);
+    }
+  };
+
+  // Every worker hears a states request; only those holding one of its threads live answer.
+  subscribe(subjects.states, (msg) => {
+    if (!msg.reply) return;
+    let transitions = false;
+    try {
+      transitions = msg.json<Partial<ActorStatesRequest>>().transitions === true;
+    } catch {
+      return;
+    }
+    const actors: ActorReport[] = [];
+    for (const thread of threadsOf(msg)) {
+      const kept = byThread.get(thread);
+      if (kept) actors.push(report(kept, transitions));
+    }
+    if (actors.length === 0) return;
+    const reply: ActorStatesReply = { worker, actors };
+    msg.respond(JSON.stringify(reply));
+  });
+
+  subscribe(subjects.watch, (msg) => {
+    let ttl: number;
+    try {
+      ttl = Number(msg.json<Partial<WatchNotice>>().ttlMs);
+    } catch {
+      return;
+    }
+    if (!Number.isFinite(ttl) || ttl <= 0) return;
+    const until = Date.now() + Math.min(ttl, MAX_WATCH_MS);
+    for (const thread of threadsOf(msg)) watched.set(thread, until);
+    // Expired notices of threads nobody looks at any more go at the next notice.
+    const now = Date.now();
+    for (const [thread, t] of watched) if (t < now) watched.delete(thread);
+  });
+
+  return {
+    inspect: (event) => {
+      inner?.(event);
+      observe(event);
+    },
+    stop: () => {
+      for (const sub of subs) sub.unsubscribe();
+      subs.length = 0;
+    },
+  };
+}
