@@ -62,24 +62,33 @@ export function ActorPanel(props: {
         </p>
       )}
       {shown.length > 0 && (
-        <table class="transitions">
-          <tbody>
-            {shown.map((t, i) => (
-              <tr key={`${t.at}-${i}`}>
-                <td class="mono muted">{clock(t.at)}</td>
-                <td class="mono">
-                  <span class={`state ${stateTone(t.from)}`}>{t.from}</span>
-                  <span class="arrow"> —{t.event}→ </span>
-                  <span class={`state ${stateTone(t.to)}`}>{t.to}</span>
-                </td>
-                <td class="num muted small">
-                  {t.count !== undefined ? `${num(t.count)} msg` : ""}
-                  {t.lines !== undefined ? ` · ${num(t.lines)} lines` : ""}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <div class="transitions-box">
+          <table class="transitions" aria-label="Last transitions, newest first">
+            <tbody>
+              {shown.map((t, i) => (
+                <tr key={`${t.at}-${i}`}>
+                  <td class="mono muted">{clock(t.at)}</td>
+                  <td class="mono">
+                    <span class={`state ${stateTone(t.from)}`}>{t.from}</span>
+                    <span class="arrow"> → </span>
+                    <span class={`state ${stateTone(t.to)}`}>{t.to}</span>
+                  </td>
+                  <td class="mono event" title={t.event}>
+                    {t.event}
+                  </td>
+                  <td
+                    class="num muted"
+                    title={
+                      t.lines !== undefined ? `${num(t.lines)} outline lines after it` : undefined
+                    }
+                  >
+                    {t.count !== undefined ? `${num(t.count)} msg` : ""}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
     </section>
   );

@@ -3,7 +3,7 @@
 // byte before it as it was (Anthropic's last cache mark sits there); between cuts the prompt
 // only grows at its end.
 import { Fragment } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import type { NextMerge, OutlineSnapshot, Settings } from "../explorer/types.ts";
 import { getJson, threadPath } from "./api.ts";
 import { bytes, num } from "./format.ts";
@@ -39,7 +39,7 @@ const MAX_SHOWN_CHARS = 4_000;
 
 function Boundary(props: { lines: number; mergeLikely: boolean }) {
   return (
-    <div class="cache-boundary" role="separator" aria-label="cache boundary">
+    <div class="cache-boundary" role="separator" aria-label="cache boundary" data-boundary>
       <span>
         cache boundary · lines above ({num(props.lines)}) stay byte for byte at the next cut
         {props.mergeLikely ? " unless its merge batch rewrites them" : ""}
@@ -144,6 +144,21 @@ export function PromptPanel(props: {
     };
   }, [thread, format, agent, props.version]);
 
+  // The boundary is what one opens this panel for: shown once per thread and format, then the
+  // scroll stays where the reader puts it (live updates do not move it).
+  const box = useRef<HTMLDivElement>(null);
+  const shownFor = useRef("");
+  useEffect(() => {
+    const key = `${thread}/${format}`;
+    if (!body || shownFor.current === key) return;
+    shownFor.current = key;
+    const boundary = box.current?.querySelector<HTMLElement>("[data-boundary]");
+    const view = box.current;
+    if (!boundary || !view) return;
+    const above = boundary.getBoundingClientRect().top - view.getBoundingClientRect().top;
+    view.scrollTop = Math.max(0, view.scrollTop + above - view.clientHeight / 2);
+  }, [body, thread, format]);
+
   // A batch runs at the next cut if the leaving leaves take the outline past outline[1].
   const average =
     snapshot.lines.length > 0 ? snapshot.bytes / snapshot.lines.length : settings.line;
@@ -171,17 +186,18 @@ export function PromptPanel(props: {
         </label>
       </header>
       {body && (
-        <p class="small pad muted">
-          {num(body.messages.length)} messages · outline {bytes(body.stats.outlineBytes)} in{" "}
-          {num(body.stats.lines)} lines · tail {num(body.stats.tailTokens)} est. tokens
+        <p
+          class="small pad muted"
+          title={`A merge batch runs at a cut that takes the outline past ${num(settings.outline[1])} bytes (now ${num(snapshot.bytes)})`}
+        >
+          {num(body.messages.length)} messages · outline {bytes(body.stats.outlineBytes)},{" "}
+          {num(body.stats.lines)} lines · tail {num(body.stats.tailTokens)} tok
           {body.stats.pending > 0 ? ` · ${num(body.stats.pending)} waiting for summaries` : ""}
-          {props.next
-            ? ` · merge batch at the next cut: ${mergeLikely ? "likely" : "no"} (${bytes(snapshot.bytes)} of ${bytes(settings.outline[1])})`
-            : ""}
+          {props.next ? ` · merges at the next cut: ${mergeLikely ? "likely" : "no"}` : ""}
         </p>
       )}
       {error && <p class="error small">{error}</p>}
-      <div class="messages">
+      <div class="messages" ref={box}>
         {body?.messages.map((m, i) => (
           <div key={i} class={`pmsg ${m.role}`}>
             <div class="role mono">

@@ -93,65 +93,67 @@ export function TailPanel(props: {
       <header>
         <h2 id="tail-title">Tail</h2>
         <span class="muted small">
-          {num(count)} messages whole · {num(cut.tokens)} est. tokens
+          {num(count)} whole · {num(cut.tokens)} tok
           {body.tail.newer > 0 ? ` · ${num(body.tail.newer)} newer than the snapshot` : ""}
         </span>
+        {count > PAGE && (
+          <nav class="mini-pager small" aria-label="Tail pages">
+            <button
+              type="button"
+              disabled={offset === 0}
+              onClick={() => setOffset(Math.max(0, offset - PAGE))}
+              title="Older messages"
+            >
+              ‹
+            </button>
+            <span class="muted">
+              {num(first + offset)}–{num(first + Math.min(count, offset + PAGE) - 1)}
+            </span>
+            <button
+              type="button"
+              disabled={offset + PAGE >= count}
+              onClick={() => setOffset(offset + PAGE)}
+              title="Newer messages"
+            >
+              ›
+            </button>
+          </nav>
+        )}
       </header>
       <div
-        class="meter"
-        title={`the tail is cut once it passes ${num(high)} tokens, down to at most ${num(low)}`}
+        class="cut-summary small"
+        title={`The tail is cut once it passes ${num(high)} tokens: the oldest leave until at most ${num(low)} stay (the newest always stays). A leaf is due, and summarized ahead, once the messages after it cost more than ${num(low)}.`}
       >
-        <div class="fill" style={{ width: `${share}%` }} />
-        <div class="mark" style={{ left: `${(low / high) * 100}%` }} />
-      </div>
-      <p class="small pad cut-summary">
+        <div class="meter">
+          <div class="fill" style={{ width: `${share}%` }} />
+          <div class="mark" style={{ left: `${(low / high) * 100}%` }} />
+        </div>
         {cut.leaving > 0 ? (
-          <>
-            <b>Next cut</b> at message {num(cutPosition)}: the {num(cut.leaving)} oldest (
-            {num(cut.leavingTokens)} tokens) leave for the outline once the tail passes {num(high)}{" "}
-            tokens ({num(high - cut.tokens)} to go); {num(cut.due)} leaves are due and summarized
-            ahead.
-          </>
+          <span>
+            <b>✂ next cut at {num(cutPosition)}</b>: {num(cut.leaving)} leave (
+            {num(cut.leavingTokens)} tok) when the tail passes {num(high)} tok,{" "}
+            {num(Math.max(0, high - cut.tokens))} to go
+          </span>
         ) : (
-          <>No message would leave yet: the tail is under {num(low)} tokens.</>
+          <span>nothing leaves yet: under {num(low)} tok</span>
         )}
-      </p>
+      </div>
       {body.tail.note && <p class="warning small">{body.tail.note}</p>}
       {error && <p class="error small">{error}</p>}
       <ol class="tail-list">
         {messages.map((m) => (
           <Fragment key={m.id}>
             {m.position === cutPosition && cut.leaving > 0 && (
-              <li class="cut-line" key="cut" aria-label="where the next cut falls">
-                <span>✂ next cut: messages above leave, from here on stay whole</span>
+              <li class="cut-line" aria-label="where the next cut falls">
+                <span>
+                  ✂ next cut: the messages above leave for the outline; from here on they stay whole
+                </span>
               </li>
             )}
             <TailRow thread={thread} m={m} due={m.position < first + cut.due} />
           </Fragment>
         ))}
       </ol>
-      {count > PAGE && (
-        <nav class="pager small" aria-label="Tail pages">
-          <button
-            type="button"
-            disabled={offset === 0}
-            onClick={() => setOffset(Math.max(0, offset - PAGE))}
-          >
-            ‹ Older
-          </button>
-          <span class="muted">
-            {num(first + offset)}–{num(first + Math.min(count, offset + PAGE) - 1)} of {num(first)}–
-            {num(first + count - 1)}
-          </span>
-          <button
-            type="button"
-            disabled={offset + PAGE >= count}
-            onClick={() => setOffset(offset + PAGE)}
-          >
-            Newer ›
-          </button>
-        </nav>
-      )}
     </section>
   );
 }
