@@ -110,6 +110,18 @@ describe("services under nats/nats-server.conf, each with its own user", () => {
     // Metrics go builder → worker over outline.api.metrics.worker.
     const metrics = await builder.get("/metrics");
     expect(metrics.text).toContain("outline_worker_events_applied_total");
+    // The explorer: the list (a consumer on the bucket's stream), the actor (asked of the
+    // workers over the actor feed) and a live stream (a KV watch, a watch notice).
+    const list = await builder.get("/ui/api/threads");
+    expect((list.body as { threads: { thread: string }[] }).threads.map((t) => t.thread)).toEqual([
+      "sec",
+    ]);
+    const actor = await builder.get("/ui/api/threads/sec/actor");
+    expect((actor.body as { live: boolean }).live).toBe(true);
+    const live = await fetch(`${builder.base}/ui/api/threads/sec/events`);
+    expect(live.headers.get("content-type")).toContain("text/event-stream");
+    await new Promise((r) => setTimeout(r, 300));
+    await live.body?.cancel();
 
     const log = readFileSync(join(nats.dir, "nats-server.log"), "utf8");
     expect(log.match(/.*Violation.*/g) ?? [], "permission violations").toEqual([]);

@@ -61,7 +61,7 @@ export function threadLister(
       throw err;
     }));
 
-  /** Live keys written in [start, end], oldest first. */
+  /** Live keys written in [start, end], oldest first (`end` Infinity: to the stream's end). */
   async function scan(start: number, end: number, match: (t: string) => boolean): Promise<Seen[]> {
     const manager = await jsm();
     const info = await manager.consumers.add(stream, {
@@ -147,7 +147,9 @@ export function threadLister(
       const needle = args.filter.toLowerCase();
       const match = needle === "" ? () => true : (t: string) => t.toLowerCase().includes(needle);
       const first = state.first_seq;
-      let end = Math.min(state.last_seq, (args.before ?? Infinity) - 1);
+      // The first page reads to the stream's end as it is when read: snapshots written since the
+      // stream info (a busy worker writes all the time) are the newest, not missing.
+      let end = args.before === undefined ? Infinity : Math.min(state.last_seq, args.before - 1);
       const span = Math.max(1, state.last_seq - first + 1);
       const density = state.messages / span;
       // One more than the page, to know whether another follows.
@@ -155,10 +157,11 @@ export function threadLister(
       const found: Seen[] = [];
       let scanned = 0;
       while (end >= first && found.length <= args.limit && scanned < maxScan) {
-        const start = Math.max(first, end - width + 1);
+        const top = Math.min(end, state.last_seq);
+        const start = Math.max(first, top - width + 1);
         const seen = await scan(start, end, match);
         for (let i = seen.length - 1; i >= 0; i--) found.push(seen[i] as Seen);
-        scanned += Math.round((end - start + 1) * density);
+        scanned += Math.round((top - start + 1) * density);
         end = start - 1;
         // A filter that matches few threads widens fast: four times per window.
         width *= 4;
