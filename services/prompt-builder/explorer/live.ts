@@ -106,7 +106,13 @@ export function liveThreads(nc: NatsConnection, names: InfraNames, actors: Actor
 
     /** Ends every stream (the server is stopping: open streams would hold it up). */
     close(): void {
-      for (const set of pages.values()) for (const res of set) res.end();
+      // Closed, not kept alive for another request: the server is waiting for them to go.
+      for (const set of pages.values()) {
+        for (const res of set) {
+          res.shouldKeepAlive = false;
+          res.end();
+        }
+      }
       for (const stop of stops.values()) stop();
       stops.clear();
       pages.clear();
