@@ -118,6 +118,7 @@ describe("the explorer's thread list", () => {
         fc.integer({ min: 1, max: 6 }),
         fc.integer({ min: 1, max: 8 }),
         async (ops, limit, minWindow) => {
+          const written = Date.now();
           const { order, counts } = await apply(ops);
           const { threads, pages } = await listAll("", limit, minWindow);
           expect(threads).toEqual(order);
@@ -125,6 +126,9 @@ describe("the explorer's thread list", () => {
           // Each row carries its snapshot's figures.
           for (const row of pages.flatMap((p) => p.threads)) {
             expect(row.count).toBe(counts.get(row.thread));
+            // When the snapshot was written, as the stream stored it.
+            expect(Date.parse(row.updated)).toBeGreaterThanOrEqual(written - 1_000);
+            expect(Date.parse(row.updated)).toBeLessThanOrEqual(Date.now() + 1_000);
           }
         },
       ),

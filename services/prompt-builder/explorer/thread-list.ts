@@ -1,7 +1,6 @@
 import {
   AckPolicy,
   DeliverPolicy,
-  jetstream,
   jetstreamManager,
   type JetStreamManager,
 } from "@nats-io/jetstream";
@@ -9,6 +8,7 @@ import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import type { InfraNames } from "../../config/names.ts";
 import { ApiError } from "../api-error.ts";
 import type { ThreadReader } from "../reader.ts";
+import { pull } from "./pull.ts";
 import type { ThreadPage, ThreadRow } from "./types.ts";
 
 export interface ListArgs {
@@ -24,6 +24,8 @@ export interface ListerOptions {
   minWindow?: number;
   /** Entries scanned per request at most: a rare filter over a huge bucket pages its scan. */
   maxScan?: number;
+  /** Rows kept for pages shown again (a few hundred bytes each; default 20,000). */
+  keptRows?: number;
 }
 
 /** A key of the snapshot bucket as the scan saw it: its thread and where it was last written. */
@@ -54,6 +56,7 @@ export function threadLister(
   const stream = `KV_${names.kvBucket}`;
   const prefix = `$KV.${names.kvBucket}.`;
   const maxScan = options.maxScan ?? DEFAULT_MAX_SCAN;
+  const keptRows = options.keptRows ?? 20_000;
   let jsmOpening: Promise<JetStreamManager> | undefined;
   const jsm = () =>
     (jsmOpening ??= jetstreamManager(nc).catch((err: unknown) => {
@@ -64,11 +67,12 @@ export function threadLister(
   /** Live keys written in [start, end], oldest first (`end` Infinity: to the stream's end). */
   async function scan(start: number, end: number, match: (t: string) => boolean): Promise<Seen[]> {
     const manager = await jsm();
+    // No filter: the bucket's stream holds its keys only, and a filter makes the server count
+    // what the consumer would deliver subject by subject (12 ms a page against 2 without).
     const info = await manager.consumers.add(stream, {
       ack_policy: AckPolicy.None,
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: start,
-      filter_subject: `${prefix}>`,
       headers_only: true,
       mem_storage: true,
       num_replicas: 1,
@@ -77,29 +81,25 @@ export function threadLister(
     const out: Seen[] = [];
     try {
       let left = Math.min(info.num_pending, end - start + 1);
-      if (left === 0) return out;
-      const consumer = await jetstream(nc).consumers.get(stream, info.name);
       while (left > 0) {
-        const batch = await consumer.fetch({ max_messages: Math.min(left, 4_096), expires: 2_000 });
+        const batch = Math.min(left, 4_096);
         let got = 0;
         let past = false;
-        for await (const m of batch) {
+        await pull(nc, stream, info.name, batch, (m) => {
           got += 1;
-          left -= 1;
           if (m.seq > end) {
             past = true;
-            break;
+            return false;
           }
           const op = m.headers?.get(KV_OPERATION);
-          if (op === "DEL" || op === "PURGE") continue;
           const thread = m.subject.slice(prefix.length);
-          if (match(thread)) out.push({ thread, seq: m.seq, at: m.info.timestampNanos / 1e6 });
-          if (m.seq === end) {
-            past = true;
-            break;
+          if (op !== "DEL" && op !== "PURGE" && match(thread)) {
+            out.push({ thread, seq: m.seq, at: m.at });
           }
-        }
-        if (past || got === 0) break;
+          return m.seq < end;
+        });
+        left -= got;
+        if (past || got < batch) break;
       }
     } finally {
       await manager.consumers.delete(stream, info.name).catch(() => false);
@@ -107,27 +107,37 @@ export function threadLister(
     return out;
   }
 
+  // A bucket sequence is one write of one snapshot: what a row shows of it never changes, so
+  // rows are kept by sequence and a page shown again reads only the threads written since.
+  const rows = new Map<number, ThreadRow>();
+
   async function row(seen: Seen): Promise<ThreadRow | undefined> {
+    const updated = new Date(seen.at).toISOString();
+    // Thread and time checked too: a bucket deleted and made again numbers from 1 again.
+    const kept = rows.get(seen.seq);
+    if (kept?.thread === seen.thread && kept.updated === updated) return kept;
     const stored = await reader.storedSnapshot(seen.thread);
     if (!stored) return undefined; // deleted since the scan
-    let s;
+    const base = { thread: seen.thread, cursor: seen.seq, updated };
+    let made: ThreadRow;
     try {
-      s = stored.parse();
+      const s = stored.parse();
+      made = {
+        ...base,
+        count: s.count,
+        boundary: s.boundary,
+        lines: s.lines.length,
+        bytes: s.bytes,
+        tail: s.tail.length,
+        cutAt: s.cutAt,
+        pending: s.pending,
+      };
     } catch {
-      return { thread: seen.thread, cursor: seen.seq, updated: new Date(seen.at).toISOString() };
+      made = base;
     }
-    return {
-      thread: seen.thread,
-      cursor: seen.seq,
-      updated: new Date(seen.at).toISOString(),
-      count: s.count,
-      boundary: s.boundary,
-      lines: s.lines.length,
-      bytes: s.bytes,
-      tail: s.tail.length,
-      cutAt: s.cutAt,
-      pending: s.pending,
-    };
+    rows.set(seen.seq, made);
+    if (rows.size > keptRows) rows.delete(rows.keys().next().value as number);
+    return made;
   }
 
   return {
@@ -167,11 +177,11 @@ export function threadLister(
         width *= 4;
       }
       const shown = found.slice(0, args.limit);
-      const rows = await Promise.all(shown.map(row));
+      const listed = await Promise.all(shown.map(row));
       const more = found.length > args.limit;
       const partial = !more && end >= first;
       return {
-        threads: rows.filter((r): r is ThreadRow => r !== undefined),
+        threads: listed.filter((r): r is ThreadRow => r !== undefined),
         next: more ? (shown.at(-1)?.seq ?? null) : partial ? end + 1 : null,
         total: state.messages,
         scanned,
