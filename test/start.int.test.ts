@@ -125,6 +125,7 @@ describe("runStart", () => {
     const text = lines.join("\n");
     expect(text).toContain("outline is running");
     expect(text).toContain(`HTTP API:      http://127.0.0.1:${port}`);
+    expect(text).toContain(`explorer:      http://127.0.0.1:${port}/ui/`);
     expect(text).toContain("npx outline send <thread> <text>");
 
     const [natsUrl, configFile] = readFileSync(join(dir, "worker.env"), "utf8").split("\n");

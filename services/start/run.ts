@@ -68,6 +68,7 @@ function banner(config: Config, natsUrl: string, local: boolean, http: string, r
     `outline is ${ready ? "running" : "starting (the HTTP API is not answering yet)"}`,
     `  NATS:          ${nats}`,
     `  HTTP API:      ${http}`,
+    `  explorer:      ${http}/ui/`,
     `  send:          npx outline send <thread> <text>`,
     `  read a prompt: curl '${http}/threads/<thread>/prompt?agent=<agent>'`,
     `  outline:       curl '${http}/threads/<thread>/outline'`,

@@ -6,7 +6,8 @@ export interface Pulled {
   seq: number;
   /** When it was stored (epoch ms). */
   at: number;
-  headers: MsgHdrs | undefined;
+  /** Its headers, parsed when asked for (a scan skips most messages by subject alone). */
+  headers(): MsgHdrs | undefined;
 }
 
 /** Longest a pull of messages already stored may take before it is given up. */
@@ -57,7 +58,7 @@ export function pull(
         const seq = Number(tokens[base + 3]);
         const at = Number(tokens[base + 5]) / 1e6;
         got += 1;
-        const more = onMessage({ subject: msg.subject, seq, at, headers: msg.headers });
+        const more = onMessage({ subject: msg.subject, seq, at, headers: () => msg.headers });
         if (!more || got >= batch) finish();
       },
     });

@@ -36,7 +36,7 @@ interface Seen {
 }
 
 const KV_OPERATION = "KV-Operation";
-const DEFAULT_MAX_SCAN = 250_000;
+const DEFAULT_MAX_SCAN = 100_000;
 
 /**
  * The threads, most recently written first, from the snapshot bucket's own stream: a KV bucket
@@ -91,10 +91,10 @@ export function threadLister(
             past = true;
             return false;
           }
-          const op = m.headers?.get(KV_OPERATION);
           const thread = m.subject.slice(prefix.length);
-          if (op !== "DEL" && op !== "PURGE" && match(thread)) {
-            out.push({ thread, seq: m.seq, at: m.at });
+          if (match(thread)) {
+            const op = m.headers()?.get(KV_OPERATION);
+            if (op !== "DEL" && op !== "PURGE") out.push({ thread, seq: m.seq, at: m.at });
           }
           return m.seq < end;
         });
