@@ -78,12 +78,13 @@ export function ThreadView(props: { thread: string; config: ExplorerConfig | nul
   // Live: a snapshot write or a state change reloads what the page shows (coalesced).
   useEffect(() => {
     const source = new EventSource(threadPath(thread, "/events"));
+    // At most one reload per 300 ms: a busy thread's snapshot is written many times a second.
     let pending: ReturnType<typeof setTimeout> | undefined;
     const reload = () => {
       pending ??= setTimeout(() => {
         pending = undefined;
         setVersion((v) => v + 1);
-      }, 150);
+      }, 300);
     };
     source.onopen = () => setLive("live");
     source.onerror = () => setLive("down");
