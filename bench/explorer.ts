@@ -53,30 +53,27 @@ function smallSnapshot(thread: string, i: number): string {
 }
 
 /**
- * Lines tiling [0, boundary): the binary decomposition of its start, then `fine` lines of 1024
- * messages, as an outline near its byte limit looks (~236 lines of ~500 bytes: ~120 KB).
+ * Lines tiling [0, boundary): the binary decomposition of its start, then 230 lines of `fine`
+ * messages each, as an outline near its byte limit looks (~236 lines of ~500 bytes: ~120 KB).
  */
 function outlineLines(boundary: number, fine: number): SnapshotLine[] {
   const lines: SnapshotLine[] = [];
+  const line = (id: number, n: number): SnapshotLine => ({
+    id,
+    n,
+    level: Math.log2(n),
+    text: LINE_TEXT,
+    bytes: 500,
+    until: "2026-01-01T00:00:00Z",
+  });
   let at = 0;
-  const coarseEnd = boundary - fine * 1024;
-  for (let level = 30; level >= 10; level--) {
-    const n = 2 ** level;
-    if (at + n <= coarseEnd) {
-      lines.push({ id: at, n, level, text: LINE_TEXT, bytes: 500, until: "2026-01-01T00:00:00Z" });
-      at += n;
-    }
+  const coarseEnd = boundary - 230 * fine;
+  for (let n = 2 ** 30; n >= fine; n /= 2) {
+    if (at + n > coarseEnd) continue;
+    lines.push(line(at, n));
+    at += n;
   }
-  for (; at < boundary; at += 1024) {
-    lines.push({
-      id: at,
-      n: 1024,
-      level: 10,
-      text: LINE_TEXT,
-      bytes: 500,
-      until: "2026-01-01T00:00:00Z",
-    });
-  }
+  for (; at < boundary; at += fine) lines.push(line(at, fine));
   return lines;
 }
 
@@ -89,6 +86,7 @@ async function bigThread(
   names: InfraNames,
   thread: string,
   boundary: number,
+  fine: number,
 ): Promise<number> {
   const js = jetstream(nc);
   const s = subjects(names);
@@ -108,7 +106,7 @@ async function bigThread(
     })),
     16,
   );
-  const lines = outlineLines(boundary, 230);
+  const lines = outlineLines(boundary, fine);
   const top = lines[0] as SnapshotLine;
   for (let level = top.level - 1; level >= 0; level--) {
     for (const index of [0, 1]) {
@@ -180,8 +178,8 @@ export async function run(): Promise<Record<string, number>> {
     console.log(
       `  ${THREADS} threads, ${writes.length} snapshot writes in ${Math.round(performance.now() - t0)} ms`,
     );
-    const bigLevel = await bigThread(nc, names, "big-1m", 976 * 1024);
-    await bigThread(nc, names, "small-10k", 240 * 1024);
+    const bigLevel = await bigThread(nc, names, "big-1m", 976 * 1024, 1024);
+    await bigThread(nc, names, "small-10k", 320 * 32, 32);
 
     const reader = createReader(nc, names);
     const operations = createOperations(reader);
