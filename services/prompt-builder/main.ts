@@ -8,6 +8,7 @@ import { createMetrics } from "./metrics.ts";
 import { serveNatsApi } from "./nats-api.ts";
 import { createOperations } from "./operations.ts";
 import { createReader } from "./reader.ts";
+import { forwardSearch } from "./search-forward.ts";
 import { natsUrlOf } from "../config/nats-url.ts";
 
 // Wiring only: settings → NATS → reader → operations → HTTP and NATS transports; drain on signal.
@@ -37,9 +38,18 @@ async function main(): Promise<void> {
   const operations = createOperations(reader, {
     tailCap: 2 * config.settings.tail[1],
     onPromptCache: (hit) => metrics.promptCache(hit),
+    search: config.settings.search,
   });
   const natsApi = serveNatsApi(nc, config.names.apiPrefix, operations, metrics, log);
-  const server = createHttpServer({ operations, metrics, health: natsHealth(nc), token, log });
+  const search = forwardSearch(nc, config.names.apiPrefix, { on: config.settings.search });
+  const server = createHttpServer({
+    operations,
+    metrics,
+    health: natsHealth(nc),
+    token,
+    log,
+    search,
+  });
   const address = await listen(server, host, port);
   log(
     `prompt-builder: HTTP on http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}${token ? " (bearer token required)" : ""}, NATS API on ${config.names.apiPrefix}.{prompt,zoom,outline,tools} at ${redactUrl(url)}`,

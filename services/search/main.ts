@@ -1,0 +1,77 @@
+import { loadSettings } from "../config/load.ts";
+import { natsUrlOf } from "../config/nats-url.ts";
+import { connectNats, redactUrl } from "../nats/connect.ts";
+import { ensureTopology } from "../nats/topology.ts";
+import { createReader } from "../prompt-builder/reader.ts";
+import { serveSearchApi, searchSubject } from "./api.ts";
+import { parseSearchConfig } from "./config.ts";
+import { startIndexer } from "./indexer.ts";
+import { createSearch } from "./search.ts";
+
+// Wiring only: settings → NATS → index file → indexer → search → NATS API; drain on signal.
+const log = (line: string) => console.error(line);
+
+async function main(): Promise<void> {
+  const config = loadSettings();
+  for (const warning of config.warnings) log(`search: warning: ${warning}`);
+  const search = parseSearchConfig(config.values);
+  if (!config.settings.search) {
+    // Started by hand: it serves the API; agents are offered the tool only with the setting on.
+    log(
+      "search: HISTORY_SEARCH is off: agents are not offered the search tool (npm start runs this service only when it is on)",
+    );
+  }
+  const url = natsUrlOf(config);
+  const nc = await connectNats({ url, name: "outline-search", auth: config.auth });
+  try {
+    await ensureTopology(nc, config.names, { replicas: config.replicas });
+  } catch (err) {
+    log(`search: topology not checked (${(err as Error).message}); reads wait for the worker`);
+  }
+  const indexer = await startIndexer({
+    nc,
+    names: config.names,
+    path: search.path,
+    cacheMiB: search.cacheMiB,
+    log,
+  });
+  const api = serveSearchApi(
+    nc,
+    config.names.apiPrefix,
+    createSearch(createReader(nc, config.names), indexer),
+    indexer,
+    log,
+  );
+  const { applied } = indexer.progress();
+  log(
+    `search: index ${search.path} (CHAT read to sequence ${applied}), answering ${searchSubject(config.names.apiPrefix)} once caught up, at ${redactUrl(url)}`,
+  );
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log(`search: ${signal}: draining`);
+    void api
+      .drain()
+      .then(() => indexer.stop())
+      .then(() => nc.drain())
+      .then(
+        () => {
+          log("search: stopped");
+          process.exit(0);
+        },
+        (err: unknown) => {
+          log(`search: drain failed: ${(err as Error).message}`);
+          process.exit(1);
+        },
+      );
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+}
+
+main().catch((err: unknown) => {
+  log(`search: ${(err as Error).message}`);
+  process.exit(1);
+});
