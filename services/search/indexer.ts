@@ -222,10 +222,15 @@ export async function startIndexer(options: IndexerOptions): Promise<SearchIndex
       activeSinceTick = false;
       return;
     }
-    flush();
-    if (insertedSinceMerge > 0) {
-      store.merge();
-      insertedSinceMerge = 0;
+    try {
+      flush();
+      if (insertedSinceMerge > 0) {
+        store.merge();
+        insertedSinceMerge = 0;
+      }
+    } catch (err) {
+      log(`search: writing the index failed: ${(err as Error).message}`);
+      return;
     }
     void jsm.streams
       .info(names.chatStream)

@@ -61,7 +61,7 @@ export interface ApplyCounts {
   deleted: number;
 }
 
-const ID = "((?1 << 32) | ?2)";
+const ID = "((@key << 32) | @position)";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -85,7 +85,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5 (
   tokenize='trigram case_sensitive 0', columnsize=0
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS grams USING fts5 (
-  g, content='', contentless_delete=1, tokenize='ascii', detail=none, columnsize=0
+  g, content='', contentless_delete=1, tokenize='ascii', detail=none
 );
 `;
 
@@ -123,29 +123,31 @@ export class SearchStore {
       counted: p("UPDATE threads SET count = count + 1 WHERE key = ?"),
       tombstone: p("UPDATE threads SET deleted = 1, count = 0 WHERE key = ?"),
       addMessage: p(
-        `INSERT OR IGNORE INTO messages (id, thread, mid, at, sender, text) VALUES (${ID}, ?1, ?3, ?4, ?5, ?6)`,
+        `INSERT OR IGNORE INTO messages (id, thread, mid, at, sender, text) VALUES (${ID}, @key, @mid, @at, @sender, @text)`,
       ),
-      addText: p(`INSERT INTO fts (rowid, text) VALUES (${ID}, ?3)`),
-      addGrams: p(`INSERT INTO grams (rowid, g) VALUES (${ID}, ?3)`),
+      addText: p(`INSERT INTO fts (rowid, text) VALUES (${ID}, @text)`),
+      addGrams: p(`INSERT INTO grams (rowid, g) VALUES (${ID}, @text)`),
       eraseText: p(
-        "INSERT INTO fts (fts, rowid, text) SELECT 'delete', id, text FROM messages WHERE id BETWEEN (?1 << 32) AND (?1 << 32) | 4294967295 AND text IS NOT NULL",
+        "INSERT INTO fts (fts, rowid, text) SELECT 'delete', id, text FROM messages WHERE id BETWEEN (@key << 32) AND (@key << 32) | 4294967295 AND text IS NOT NULL",
       ),
-      eraseGrams: p("DELETE FROM grams WHERE rowid BETWEEN (?1 << 32) AND (?1 << 32) | 4294967295"),
+      eraseGrams: p(
+        "DELETE FROM grams WHERE rowid BETWEEN (@key << 32) AND (@key << 32) | 4294967295",
+      ),
       eraseMessages: p(
-        "DELETE FROM messages WHERE id BETWEEN (?1 << 32) AND (?1 << 32) | 4294967295",
+        "DELETE FROM messages WHERE id BETWEEN (@key << 32) AND (@key << 32) | 4294967295",
       ),
       live: p("SELECT name FROM threads WHERE deleted = 0 AND count > 0"),
       totals: p(
         "SELECT count(*) AS threads, coalesce(sum(count), 0) AS messages FROM threads WHERE deleted = 0",
       ),
       trigram: p(
-        "SELECT f.rowid & 4294967295 AS position, m.mid, m.at, m.sender, m.text FROM fts f JOIN messages m ON m.id = f.rowid WHERE fts MATCH ?3 AND f.rowid BETWEEN (?1 << 32) AND (?1 << 32) | ?2 ORDER BY f.rowid DESC LIMIT ?4",
+        "SELECT f.rowid & 4294967295 AS position, m.mid, m.at, m.sender, m.text FROM fts f JOIN messages m ON m.id = f.rowid WHERE fts MATCH @match AND f.rowid BETWEEN (@key << 32) AND (@key << 32) | @top ORDER BY f.rowid DESC LIMIT @limit",
       ),
       grams: p(
-        "SELECT g.rowid & 4294967295 AS position, m.mid, m.at, m.sender, m.text FROM grams g JOIN messages m ON m.id = g.rowid WHERE grams MATCH ?3 AND g.rowid BETWEEN (?1 << 32) AND (?1 << 32) | ?2 ORDER BY g.rowid DESC LIMIT ?4",
+        "SELECT g.rowid & 4294967295 AS position, m.mid, m.at, m.sender, m.text FROM grams g JOIN messages m ON m.id = g.rowid WHERE grams MATCH @match AND g.rowid BETWEEN (@key << 32) AND (@key << 32) | @top ORDER BY g.rowid DESC LIMIT @limit",
       ),
       scan: p(
-        "SELECT id & 4294967295 AS position, mid, at, sender, text FROM messages WHERE id BETWEEN (?1 << 32) | ?2 AND (?1 << 32) | ?3 AND text IS NOT NULL AND folded_has(text, ?4) ORDER BY id DESC LIMIT ?5",
+        "SELECT id & 4294967295 AS position, mid, at, sender, text FROM messages WHERE id BETWEEN (@key << 32) | @from AND (@key << 32) | @top AND text IS NOT NULL AND folded_has(text, @folded) ORDER BY id DESC LIMIT @limit",
       ),
       merge: p("INSERT INTO fts (fts, rank) VALUES ('merge', ?)"),
     };
@@ -225,9 +227,9 @@ export class SearchStore {
   }
 
   #erase(key: number): void {
-    this.#s.eraseText.run(key);
-    this.#s.eraseGrams.run(key);
-    this.#s.eraseMessages.run(key);
+    this.#s.eraseText.run({ key });
+    this.#s.eraseGrams.run({ key });
+    this.#s.eraseMessages.run({ key });
     this.#s.tombstone.run(key);
   }
 
@@ -249,15 +251,16 @@ export class SearchStore {
         }
         const m = event.message;
         const text = searchableText(m) ?? null;
-        const added = this.#s.addMessage.run(thread.key, thread.count, m.id, m.at, m.from, text);
+        const row = { key: thread.key, position: thread.count };
+        const added = this.#s.addMessage.run({ ...row, mid: m.id, at: m.at, sender: m.from, text });
         if (added.changes === 0) {
           counts.duplicates += 1;
           continue;
         }
         if (text !== null) {
-          this.#s.addText.run(thread.key, thread.count, text);
+          this.#s.addText.run({ ...row, text });
           const grams = denseGrams(text);
-          if (grams !== "") this.#s.addGrams.run(thread.key, thread.count, grams);
+          if (grams !== "") this.#s.addGrams.run({ ...row, text: grams });
         }
         this.#s.counted.run(thread.key);
         counts.indexed += 1;
@@ -301,9 +304,9 @@ export class SearchStore {
     if (!row) return 0;
     const n = this.#db
       .prepare(
-        "SELECT (SELECT count(*) FROM messages WHERE id BETWEEN (?1 << 32) AND (?1 << 32) | 4294967295) + (SELECT count(*) FROM fts WHERE rowid BETWEEN (?1 << 32) AND (?1 << 32) | 4294967295) + (SELECT count(*) FROM grams WHERE rowid BETWEEN (?1 << 32) AND (?1 << 32) | 4294967295) AS n",
+        "SELECT (SELECT count(*) FROM messages WHERE id BETWEEN (@key << 32) AND (@key << 32) | 4294967295) + (SELECT count(*) FROM fts WHERE rowid BETWEEN (@key << 32) AND (@key << 32) | 4294967295) + (SELECT count(*) FROM grams WHERE rowid BETWEEN (@key << 32) AND (@key << 32) | 4294967295) AS n",
       )
-      .get(row.key) as { n: number };
+      .get({ key: row.key }) as { n: number };
     return n.n;
   }
 
@@ -323,14 +326,25 @@ export class SearchStore {
     if (!row || row.deleted === 1 || top <= 0) return { hits: [], before: null };
     if (plan.kind === "scan") {
       const from = Math.max(0, top - SCAN_ROWS);
-      const rows = this.#s.scan.all(row.key, from, top - 1, plan.folded, limit) as Row[];
+      const rows = this.#s.scan.all({
+        key: row.key,
+        from,
+        top: top - 1,
+        folded: plan.folded,
+        limit,
+      }) as Row[];
       const hits = rows.map(asHit);
       const last = hits.at(-1);
       if (hits.length === limit && last) return { hits, before: last.position };
       return { hits, before: from > 0 ? from : null };
     }
     const statement = plan.kind === "trigram" ? this.#s.trigram : this.#s.grams;
-    const rows = statement.all(row.key, top - 1, plan.match, limit + 1) as Row[];
+    const rows = statement.all({
+      key: row.key,
+      top: top - 1,
+      match: plan.match,
+      limit: limit + 1,
+    }) as Row[];
     const more = rows.length > limit;
     const hits = (more ? rows.slice(0, limit) : rows).map(asHit);
     return { hits, before: more ? (hits.at(-1)?.position ?? null) : null };
