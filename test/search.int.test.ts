@@ -1,3 +1,6 @@
+/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment,
+   @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-call --
+   replies are JSON read as the wire gives them; expect() checks their shape, which is the point. */
 // Search over the original messages (SPEC §8, issue 18): a real worker, the prompt-builder's HTTP
 // API forwarding to the search service, and the search service's indexer, all on the run's
 // nats-server with names of their own.

@@ -6,6 +6,7 @@ import type { Health } from "./health.ts";
 import { METRICS_CONTENT_TYPE, type ApiMetrics } from "./metrics.ts";
 import type { Operations } from "./operations.ts";
 import type { RawRequest } from "./requests.ts";
+import { searchArgs } from "../search/search.ts";
 import type { SearchForward } from "./search-forward.ts";
 
 /** Longest request target served; longer is a 414 (no query of ours comes close). */
@@ -30,10 +31,12 @@ export interface HttpOptions {
   search?: SearchForward;
 }
 
-const searchOff: SearchForward = () =>
-  Promise.reject(
+const searchOff: SearchForward = (raw) => {
+  searchArgs(raw);
+  return Promise.reject(
     new ApiError(501, "SEARCH_OFF", "search is not served here: set HISTORY_SEARCH=on and restart"),
   );
+};
 
 /** Sends JSON: a value, or its text already encoded (a prompt body, see Operations). */
 function send(
