@@ -21,6 +21,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   replay: async () => (await import("./replay.ts")).run,
   prompt: async () => (await import("./prompt.ts")).run,
   scale: async () => (await import("./scale.ts")).run,
+  search: async () => (await import("./search.ts")).run,
 };
 
 function natsVersion(): string {
