@@ -5,8 +5,10 @@
 // part), common, middling and rare words, two common words side by side (mostly no match), a
 // string found nowhere, two CJK characters, a two-letter Latin query (a scan), and second pages.
 // Figures: p50 and p99 per size, the slowest kind's p99, index bytes per message, index rate.
-// Baseline in the same run: reading the thread from CHAT and matching each message (what a
-// search without an index costs), a few queries at each size.
+// Baselines in the same run: each search request is paired with a request to an echo responder
+// on the same connection (what NATS request/reply alone costs on this machine at that moment:
+// on a shared machine the difference is what search adds); and reading the thread from CHAT and
+// matching each message (what a search without an index costs), a few queries at each size.
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -153,6 +155,11 @@ export async function run(): Promise<Record<string, number>> {
       () => {},
     );
     await indexer.ready;
+    const echo = nc.subscribe(`${names.apiPrefix}.echo`, {
+      callback: (_err, msg) => {
+        msg.respond(msg.data);
+      },
+    });
     let indexed = 0;
     for (const size of SIZES) {
       const name = `s${size}`;
@@ -192,16 +199,19 @@ export async function run(): Promise<Record<string, number>> {
         page2: () => ({ q: words[0], before: size - 500 }),
       };
       const all: number[] = [];
+      const raw: number[] = [];
       let worst = { kind: "", p99: 0 };
       for (const [kind, args] of Object.entries(kinds)) {
         const times: number[] = [];
         for (let i = 0; i < QUERIES; i++) {
+          const body = JSON.stringify({ thread: name, ...args() });
+          const e = performance.now();
+          await client.request(`${names.apiPrefix}.echo`, body, { timeout: 30_000 });
+          raw.push(performance.now() - e);
           const t = performance.now();
-          const reply = await client.request(
-            searchSubject(names.apiPrefix),
-            JSON.stringify({ thread: name, ...args() }),
-            { timeout: 30_000 },
-          );
+          const reply = await client.request(searchSubject(names.apiPrefix), body, {
+            timeout: 30_000,
+          });
           times.push(performance.now() - t);
           if (reply.headers?.get("Outline-Status") !== "200") {
             throw new Error(`search ${kind} failed: ${reply.string()}`);
@@ -216,11 +226,14 @@ export async function run(): Promise<Record<string, number>> {
         );
       }
       all.sort((a, b) => a - b);
+      raw.sort((a, b) => a - b);
       figures[`p50_ms_${size}`] = round(quantile(all, 0.5));
       figures[`p99_ms_${size}`] = round(quantile(all, 0.99));
       figures[`worst_kind_p99_ms_${size}`] = round(worst.p99);
+      figures[`echo_p50_ms_${size}`] = round(quantile(raw, 0.5));
+      figures[`echo_p99_ms_${size}`] = round(quantile(raw, 0.99));
       console.log(
-        `  ${size}: p50 ${figures[`p50_ms_${size}`]} ms, p99 ${figures[`p99_ms_${size}`]} ms over ${all.length} queries (slowest kind: ${worst.kind}, p99 ${round(worst.p99)} ms)`,
+        `  ${size}: p50 ${figures[`p50_ms_${size}`]} ms, p99 ${figures[`p99_ms_${size}`]} ms over ${all.length} queries (slowest kind: ${worst.kind}, p99 ${round(worst.p99)} ms); echo request p50 ${figures[`echo_p50_ms_${size}`]} ms, p99 ${figures[`echo_p99_ms_${size}`]} ms`,
       );
 
       // Baseline: no index, the thread read from CHAT and matched per query.
@@ -251,6 +264,7 @@ export async function run(): Promise<Record<string, number>> {
         `  baseline (read the thread from CHAT per query): p50 ${figures[`baseline_scan_p50_ms_${size}`]} ms`,
       );
     }
+    echo.unsubscribe();
     await api.drain();
     await indexer.stop();
   } finally {
