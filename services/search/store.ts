@@ -163,7 +163,11 @@ export class SearchStore {
     let db: Database.Database | undefined;
     try {
       db = new Database(path);
+      // One process per file: a second search service on the same file would apply every event
+      // again. The lock is taken now (a write) and held until close.
+      db.pragma("locking_mode = EXCLUSIVE");
       db.pragma("journal_mode = WAL");
+      db.exec("BEGIN IMMEDIATE; COMMIT");
       // A crash loses nothing (WAL); a power cut may take back the last transactions, and with
       // them the sequence they moved to: CHAT is read again from there.
       db.pragma("synchronous = NORMAL");
@@ -185,10 +189,21 @@ export class SearchStore {
       return new SearchStore(path, db);
     } catch (err) {
       db?.close();
+      const code = (err as { code?: unknown }).code;
+      if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED") {
+        throw new Error(
+          `${path} is in use by another search service; give each its own file (${"OUTLINE_SEARCH_DB"})`,
+        );
+      }
+      // Only a file that is not an index of ours is given up (and rebuilt): never one that could
+      // not be read for another reason (permissions, a full disk).
       if (err instanceof StoreMismatch) throw err;
-      throw new StoreMismatch(
-        `${path} cannot be opened as a search index: ${(err as Error).message}`,
-      );
+      if (code === "SQLITE_NOTADB" || code === "SQLITE_CORRUPT") {
+        throw new StoreMismatch(
+          `${path} cannot be opened as a search index: ${(err as Error).message}`,
+        );
+      }
+      throw err;
     }
   }
 
