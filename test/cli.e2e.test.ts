@@ -140,6 +140,14 @@ describe("outline search", () => {
       const bad = await outline("search", thread, "plan", "--limit", "0");
       expect(bad.code).toBe(2);
       expect(bad.stderr).toContain("BAD_LIMIT");
+      // A replay of everything has the running search services rebuild their indexes too.
+      const replayed = await outline("replay", "--all", "--search");
+      expect(replayed.code, replayed.stderr).toBe(0);
+      expect(replayed.stdout).toMatch(/search index of \S+: rebuilt from CHAT, \d+ messages/);
+      expect((await outline("search", thread, "MESSAGE 7:")).stdout).toContain("«message 7:»");
+      const one = await outline("replay", "--thread", thread, "--search");
+      expect(one.code).toBe(2);
+      expect(one.stderr).toContain("use it with --all");
     } finally {
       await api.drain();
       await indexer.stop();
