@@ -20,10 +20,8 @@ import type { OutlineSnapshot } from "../shared/snapshot.ts";
 import { fold } from "../shared/search.ts";
 import { readInOrder } from "../services/nats/ordered-read.ts";
 import { subjects } from "../services/nats/subjects.ts";
-import { createReader } from "../services/prompt-builder/reader.ts";
-import { searchSubject, serveSearchApi } from "../services/search/api.ts";
-import { startIndexer } from "../services/search/indexer.ts";
-import { createSearch } from "../services/search/search.ts";
+import { searchSubject } from "../services/search/api.ts";
+import { startSearchService } from "../services/search/service.ts";
 import { publishAll, type Outgoing } from "./support/load.ts";
 import { startBenchServer } from "./support/server.ts";
 
@@ -146,14 +144,8 @@ export async function run(): Promise<Record<string, number>> {
     const js = jetstream(client);
     const kv = await new Kvm(js).open(names.kvBucket);
     const path = join(dir, "search.db");
-    const indexer = await startIndexer({ nc, names, path, log: () => {} });
-    const api = serveSearchApi(
-      nc,
-      names.apiPrefix,
-      createSearch(createReader(nc, names), indexer),
-      indexer,
-      () => {},
-    );
+    const service = await startSearchService({ nc, names, path, log: () => {} });
+    const indexer = service.indexer;
     await indexer.ready;
     const echo = nc.subscribe(`${names.apiPrefix}.echo`, {
       callback: (_err, msg) => {
@@ -265,8 +257,7 @@ export async function run(): Promise<Record<string, number>> {
       );
     }
     echo.unsubscribe();
-    await api.drain();
-    await indexer.stop();
+    await service.stop();
   } finally {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -11,10 +11,7 @@ import { toSnapshot, type OutlineSnapshot } from "../shared/snapshot.ts";
 import { NAME_VARIABLES, type InfraNames } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology, subjects } from "../services/nats/topology.ts";
-import { createReader } from "../services/prompt-builder/reader.ts";
-import { serveSearchApi } from "../services/search/api.ts";
-import { startIndexer } from "../services/search/indexer.ts";
-import { createSearch } from "../services/search/search.ts";
+import { startSearchService } from "../services/search/service.ts";
 import { lineHolding } from "../shared/search.ts";
 import { makeMessage } from "./support/conversation.ts";
 import {
@@ -117,16 +114,9 @@ describe("outline search", () => {
     expect(off.stderr).toContain("SEARCH_OFF");
 
     const dir = mkdtempSync(join(tmpdir(), "outline-cli-search-"));
-    const indexer = await startIndexer({ nc, names, path: join(dir, "s.db"), log: () => {} });
-    const api = serveSearchApi(
-      nc,
-      names.apiPrefix,
-      createSearch(createReader(nc, names), indexer),
-      indexer,
-      () => {},
-    );
+    const service = await startSearchService({ nc, names, path: join(dir, "s.db"), log: () => {} });
     try {
-      await indexer.ready;
+      await service.indexer.ready;
       const found = await outline("search", thread, "MESSAGE 7:");
       expect(found.code, found.stderr).toBe(0);
       const line = lineHolding(snapshot.lines, snapshot.boundary, 7);
@@ -149,8 +139,7 @@ describe("outline search", () => {
       expect(one.code).toBe(2);
       expect(one.stderr).toContain("use it with --all");
     } finally {
-      await api.drain();
-      await indexer.stop();
+      await service.stop();
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -9,11 +9,8 @@ import { DEFAULT_NAMES } from "../services/config/names.ts";
 import { connectNats, NatsConnectError } from "../services/nats/connect.ts";
 import { ensureTopology, publishDeadLetter, subjects } from "../services/nats/topology.ts";
 import { startNatsServer, type LocalNats } from "../services/start/nats-server.ts";
-import { createReader } from "../services/prompt-builder/reader.ts";
 import { forwardSearch } from "../services/prompt-builder/search-forward.ts";
-import { serveSearchApi } from "../services/search/api.ts";
-import { startIndexer } from "../services/search/indexer.ts";
-import { createSearch } from "../services/search/search.ts";
+import { startSearchService } from "../services/search/service.ts";
 import { makeMessage } from "./support/conversation.ts";
 
 // nats/nats-server.conf is a deliverable: this runs a server with it and checks that each user
@@ -142,16 +139,14 @@ describe("nats/nats-server.conf", () => {
     const message = makeMessage("s1", 0, "the locker code is 4711");
     await jetstream(platform).publish(s.messageCreated("s1"), JSON.stringify(message));
     const nc = await as("prompt-builder", passwords.OUTLINE_BUILDER_PASSWORD);
-    const indexer = await startIndexer({ nc, names, path: join(dir, "search.db"), log: () => {} });
-    const api = serveSearchApi(
+    const service = await startSearchService({
       nc,
-      names.apiPrefix,
-      createSearch(createReader(nc, names), indexer),
-      indexer,
-      () => {},
-    );
+      names,
+      path: join(dir, "search.db"),
+      log: () => {},
+    });
     try {
-      await indexer.ready;
+      await service.indexer.ready;
       const builder = await as("prompt-builder", passwords.OUTLINE_BUILDER_PASSWORD);
       const ask = forwardSearch(builder, names.apiPrefix, { on: true });
       const reply = JSON.parse(
@@ -159,8 +154,7 @@ describe("nats/nats-server.conf", () => {
       ) as { hits: { message: string }[] };
       expect(reply.hits.map((h) => h.message)).toEqual([message.id]);
     } finally {
-      await api.drain();
-      await indexer.stop();
+      await service.stop();
     }
   });
 

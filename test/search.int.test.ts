@@ -21,14 +21,10 @@ import { createOperations } from "../services/prompt-builder/operations.ts";
 import { createReader } from "../services/prompt-builder/reader.ts";
 import { forwardSearch } from "../services/prompt-builder/search-forward.ts";
 import { SEARCH_TOOL, ZOOM_TOOL } from "../services/prompt-builder/tools.ts";
-import {
-  rebuildSubject,
-  searchSubject,
-  serveSearchApi,
-  type SearchApi,
-} from "../services/search/api.ts";
-import { startIndexer, type SearchIndexer } from "../services/search/indexer.ts";
-import { createSearch, type SearchReply } from "../services/search/search.ts";
+import { rebuildSubject, searchSubject } from "../services/search/api.ts";
+import type { SearchIndexer } from "../services/search/indexer.ts";
+import type { SearchReply } from "../services/search/search.ts";
+import { startSearchService, type SearchService } from "../services/search/service.ts";
 import { quietLogger } from "../services/thread-worker/log.ts";
 import { startThreadWorker, type ThreadWorker } from "../services/thread-worker/worker.ts";
 import { SEARCH_HEADER_LINE } from "../shared/prompt.ts";
@@ -80,31 +76,22 @@ let server: Server;
 let base: string;
 let dir: string;
 let indexPath: string;
+let service: SearchService;
 let indexer: SearchIndexer;
-let api: SearchApi;
 
 async function startSearch(): Promise<void> {
-  indexer = await startIndexer({
+  service = await startSearchService({
     nc,
     names: h.names,
     path: indexPath,
     log: () => {},
     idleCheckMs: 200,
   });
-  api = serveSearchApi(
-    nc,
-    h.names.apiPrefix,
-    createSearch(createReader(nc, h.names), indexer),
-    indexer,
-    () => {},
-  );
+  indexer = service.indexer;
   await indexer.ready;
 }
 
-async function stopSearch(): Promise<void> {
-  await api.drain();
-  await indexer.stop();
-}
+const stopSearch = () => service.stop();
 
 async function get(path: string): Promise<{ status: number; body: any }> {
   const res = await fetch(`${base}${path}`);

@@ -2,11 +2,9 @@ import { loadSettings } from "../config/load.ts";
 import { natsUrlOf } from "../config/nats-url.ts";
 import { connectNats, redactUrl } from "../nats/connect.ts";
 import { ensureTopology } from "../nats/topology.ts";
-import { createReader } from "../prompt-builder/reader.ts";
-import { serveSearchApi, searchSubject } from "./api.ts";
+import { searchSubject } from "./api.ts";
 import { parseSearchConfig } from "./config.ts";
-import { startIndexer } from "./indexer.ts";
-import { createSearch } from "./search.ts";
+import { startSearchService } from "./service.ts";
 
 // Wiring only: settings → NATS → index file → indexer → search → NATS API; drain on signal.
 const log = (line: string) => console.error(line);
@@ -28,21 +26,14 @@ async function main(): Promise<void> {
   } catch (err) {
     log(`search: topology not checked (${(err as Error).message}); reads wait for the worker`);
   }
-  const indexer = await startIndexer({
+  const service = await startSearchService({
     nc,
     names: config.names,
     path: search.path,
     cacheMiB: search.cacheMiB,
     log,
   });
-  const api = serveSearchApi(
-    nc,
-    config.names.apiPrefix,
-    createSearch(createReader(nc, config.names), indexer),
-    indexer,
-    log,
-  );
-  const { applied } = indexer.progress();
+  const { applied } = service.indexer.progress();
   log(
     `search: index ${search.path} (CHAT read to sequence ${applied}), answering ${searchSubject(config.names.apiPrefix)} once caught up, at ${redactUrl(url)}`,
   );
@@ -52,9 +43,8 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log(`search: ${signal}: draining`);
-    void api
-      .drain()
-      .then(() => indexer.stop())
+    void service
+      .stop()
       .then(() => nc.drain())
       .then(
         () => {
