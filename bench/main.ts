@@ -22,6 +22,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   prompt: async () => (await import("./prompt.ts")).run,
   scale: async () => (await import("./scale.ts")).run,
   explorer: async () => (await import("./explorer.ts")).run,
+  search: async () => (await import("./search.ts")).run,
 };
 
 function natsVersion(): string {

@@ -9,6 +9,14 @@ export const OUTLINE_HEADER = [
   "zoom(id, n) opens a line into the two lines it was made from; zoom(id, 1) gives message id whole.",
 ].join("\n");
 
+/** The header's line about search (HISTORY_SEARCH=on): switching it changes the prefix once. */
+export const SEARCH_HEADER_LINE =
+  "search(q) finds the original messages containing the text q (any case), newest first, with the line holding each; zoom(id, 1) reads a hit.";
+
+/** The outline's header, naming the search tool when agents are offered it. */
+export const outlineHeader = (search: boolean): string =>
+  search ? `${OUTLINE_HEADER}\n${SEARCH_HEADER_LINE}` : OUTLINE_HEADER;
+
 /** A line as the prompt shows it. */
 export interface PromptLine {
   id: number;
@@ -36,6 +44,8 @@ export interface PromptInput {
   tailCap?: number | undefined;
   /** Position of the first tail message (the boundary), to name pending messages. */
   firstPosition?: number | undefined;
+  /** HISTORY_SEARCH: the header names the search tool. */
+  search?: boolean | undefined;
 }
 
 export interface OpenAIMessage {
@@ -160,7 +170,7 @@ export function buildOpenAIPrompt(input: PromptInput): Prompt<OpenAIMessage> {
   if (rendered.length === 0) return { messages: whole, stats: summary };
   const outline: OpenAIMessage = {
     role: "user",
-    content: `${OUTLINE_HEADER}\n<chat>\n${rendered.join("\n")}\n</chat>`,
+    content: `${outlineHeader(input.search === true)}\n<chat>\n${rendered.join("\n")}\n</chat>`,
   };
   return { messages: [outline, ...whole], stats: summary };
 }
@@ -175,7 +185,9 @@ export function buildAnthropicPrompt(input: PromptInput): Prompt<AnthropicMessag
   const lines = shownLines(input);
   if (lines.length === 0) return openai;
   const rendered = lines.map(renderPromptLine);
-  const blocks: AnthropicTextBlock[] = [{ type: "text", text: `${OUTLINE_HEADER}\n<chat>\n` }];
+  const blocks: AnthropicTextBlock[] = [
+    { type: "text", text: `${outlineHeader(input.search === true)}\n<chat>\n` },
+  ];
   const whole = Math.floor(rendered.length / LINES_PER_BLOCK);
   for (let b = 0; b * LINES_PER_BLOCK < rendered.length; b++) {
     const chunk = rendered.slice(b * LINES_PER_BLOCK, (b + 1) * LINES_PER_BLOCK);

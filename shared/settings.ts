@@ -22,6 +22,8 @@ export interface CoreSettings {
 export interface Settings extends CoreSettings {
   /** `extractive` or `openai/<model>`. */
   summarizer: string;
+  /** HISTORY_SEARCH: agents are offered the `search` tool and the outline header names it. */
+  search: boolean;
   /** Unset: `npm start` runs its own nats-server. */
   natsUrl: string | undefined;
   host: string;
@@ -35,6 +37,7 @@ export const DEFAULT_SETTINGS: Settings = {
   concurrency: 8,
   group: 16,
   summarizer: "extractive",
+  search: false,
   natsUrl: undefined,
   host: "127.0.0.1",
   port: 8080,
@@ -48,6 +51,7 @@ export const SETTING_VARIABLES = {
   summarizer: "HISTORY_SUMMARIZER",
   concurrency: "HISTORY_CONCURRENCY",
   group: "HISTORY_GROUP",
+  search: "HISTORY_SEARCH",
   natsUrl: "NATS_URL",
   host: "HOST",
   port: "PORT",
@@ -127,6 +131,17 @@ export function parseSettings(source: Readonly<Record<string, string | undefined
     s.concurrency = positiveInt(SETTING_VARIABLES.concurrency, concurrency, 1, 1024);
   const group = get(SETTING_VARIABLES.group);
   if (group !== undefined) s.group = positiveInt(SETTING_VARIABLES.group, group, 1, 64);
+  const search = get(SETTING_VARIABLES.search);
+  if (search !== undefined) {
+    const value = search.trim().toLowerCase();
+    if (value !== "on" && value !== "off") {
+      throw new SettingsError(
+        SETTING_VARIABLES.search,
+        `'${search}' is not on or off; write ${SETTING_VARIABLES.search}=on to offer agents the search tool`,
+      );
+    }
+    s.search = value === "on";
+  }
   const nats = get(SETTING_VARIABLES.natsUrl);
   if (nats !== undefined) {
     if (!/^(nats|tls|ws|wss):\/\/\S+$/.test(nats.trim()) && !/^[\w.-]+:\d+$/.test(nats.trim())) {

@@ -1,4 +1,7 @@
 import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,6 +11,8 @@ import { toSnapshot, type OutlineSnapshot } from "../shared/snapshot.ts";
 import { NAME_VARIABLES, type InfraNames } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology, subjects } from "../services/nats/topology.ts";
+import { startSearchService } from "../services/search/service.ts";
+import { lineHolding } from "../shared/search.ts";
 import { makeMessage } from "./support/conversation.ts";
 import {
   publishMessages,
@@ -81,7 +86,7 @@ describe("outline --help", () => {
   it("lists the commands and gives each one's usage", async () => {
     const top = await outline("--help");
     expect(top.code).toBe(0);
-    for (const name of ["send", "prompt", "outline", "zoom"]) {
+    for (const name of ["send", "prompt", "outline", "zoom", "search"]) {
       expect(top.stdout).toMatch(new RegExp(`^  ${name} `, "m"));
       const one = await outline(name, "--help");
       expect({ name, code: one.code }).toEqual({ name, code: 0 });
@@ -99,6 +104,44 @@ describe("outline --help", () => {
     const badOption = await outline("zoom", thread, "0", "1", "--nope");
     expect(badOption.code).toBe(2);
     expect(badOption.stderr).toContain("--nope");
+  });
+});
+
+describe("outline search", () => {
+  it("finds a message through the search service, and says so when none runs", async () => {
+    const off = await outline("search", thread, "message 7:");
+    expect(off.code).toBe(1);
+    expect(off.stderr).toContain("SEARCH_OFF");
+
+    const dir = mkdtempSync(join(tmpdir(), "outline-cli-search-"));
+    const service = await startSearchService({ nc, names, path: join(dir, "s.db"), log: () => {} });
+    try {
+      await service.indexer.ready;
+      const found = await outline("search", thread, "MESSAGE 7:");
+      expect(found.code, found.stderr).toBe(0);
+      const line = lineHolding(snapshot.lines, snapshot.boundary, 7);
+      expect(line).not.toBeNull();
+      expect(found.stdout).toContain(`#7 ${messages[7]?.from} at ${messages[7]?.at} (in ${line})`);
+      expect(found.stdout).toContain("«message 7:»");
+      const json = await outline("search", thread, "plan", "--limit", "3", "--json");
+      const reply = JSON.parse(json.stdout) as { hits: { id: number }[]; before: number };
+      expect(reply.hits.map((h) => h.id)).toEqual([79, 78, 77]);
+      expect(reply.before).toBe(77);
+      const bad = await outline("search", thread, "plan", "--limit", "0");
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain("BAD_LIMIT");
+      // A replay of everything has the running search services rebuild their indexes too.
+      const replayed = await outline("replay", "--all", "--search");
+      expect(replayed.code, replayed.stderr).toBe(0);
+      expect(replayed.stdout).toMatch(/search index of \S+: rebuilt from CHAT, \d+ messages/);
+      expect((await outline("search", thread, "MESSAGE 7:")).stdout).toContain("«message 7:»");
+      const one = await outline("replay", "--thread", thread, "--search");
+      expect(one.code).toBe(2);
+      expect(one.stderr).toContain("use it with --all");
+    } finally {
+      await service.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

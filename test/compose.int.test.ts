@@ -23,9 +23,18 @@ describe.skipIf(composeV1 === undefined)("docker-compose.yml", () => {
     expect(text).toContain("SERVICE: prompt-builder");
   });
 
-  it("passes a setting from the environment to both services", () => {
+  it("passes a setting from the environment to every service", () => {
     const text = config({ HISTORY_TAIL: "200,400" });
-    expect(text.match(/HISTORY_TAIL: 200,400/g)).toHaveLength(2);
+    expect(text.match(/HISTORY_TAIL: 200,400/g)).toHaveLength(3);
+  });
+
+  it("runs the search service in the search profile, its index in a volume", () => {
+    const text = config({ HISTORY_SEARCH: "on" });
+    const search = text.slice(text.indexOf("  search:"), text.indexOf("  thread-worker:"));
+    expect(search).toContain("SERVICE: search");
+    expect(search).toContain('HISTORY_SEARCH: "on"');
+    expect(search).toMatch(/search-data:\/app\/\.data/);
+    expect(search).toMatch(/profiles:\n\s+- search/);
   });
 
   it("passes OUTLINE_API_TOKEN to the prompt-builder (it listens on 0.0.0.0) and the worker's timings to the worker", () => {

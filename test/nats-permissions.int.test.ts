@@ -9,6 +9,9 @@ import { DEFAULT_NAMES } from "../services/config/names.ts";
 import { connectNats, NatsConnectError } from "../services/nats/connect.ts";
 import { ensureTopology, publishDeadLetter, subjects } from "../services/nats/topology.ts";
 import { startNatsServer, type LocalNats } from "../services/start/nats-server.ts";
+import { forwardSearch } from "../services/prompt-builder/search-forward.ts";
+import { startSearchService } from "../services/search/service.ts";
+import { makeMessage } from "./support/conversation.ts";
 
 // nats/nats-server.conf is a deliverable: this runs a server with it and checks that each user
 // can do its job and nothing more, with the default names the file is written for.
@@ -129,6 +132,30 @@ describe("nats/nats-server.conf", () => {
       true,
     );
     expect(await fails(jsm.streams.purge(names.chatStream))).toBe(true);
+  });
+
+  it("lets the search service run as the prompt-builder, and the prompt-builder ask it", async () => {
+    const platform = await as("platform", passwords.OUTLINE_PLATFORM_PASSWORD);
+    const message = makeMessage("s1", 0, "the locker code is 4711");
+    await jetstream(platform).publish(s.messageCreated("s1"), JSON.stringify(message));
+    const nc = await as("prompt-builder", passwords.OUTLINE_BUILDER_PASSWORD);
+    const service = await startSearchService({
+      nc,
+      names,
+      path: join(dir, "search.db"),
+      log: () => {},
+    });
+    try {
+      await service.indexer.ready;
+      const builder = await as("prompt-builder", passwords.OUTLINE_BUILDER_PASSWORD);
+      const ask = forwardSearch(builder, names.apiPrefix, { on: true });
+      const reply = JSON.parse(
+        new TextDecoder().decode(await ask({ thread: "s1", q: "locker" })),
+      ) as { hits: { message: string }[] };
+      expect(reply.hits.map((h) => h.message)).toEqual([message.id]);
+    } finally {
+      await service.stop();
+    }
   });
 
   it("lets the platform publish chat events only", async () => {

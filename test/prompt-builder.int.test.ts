@@ -376,20 +376,31 @@ describe("outline, tools and errors", () => {
     expect(r.body).toEqual(snapshot);
   });
 
-  it("serves the zoom tool as an OpenAI tool definition", async () => {
+  it("lists the zoom tool as an OpenAI tool definition (search is off)", async () => {
     const r = await get(`/threads/${thread}/tools`);
     expect(r.status).toBe(200);
-    expect(r.body).toEqual(ZOOM_TOOL);
-    expect(r.body.function.name).toBe("zoom");
-    expect(r.body.function.parameters.required).toEqual(["id", "n"]);
-    expect(Object.keys(r.body.function.parameters.properties)).toEqual([
+    expect(r.body).toEqual([ZOOM_TOOL]);
+    const [zoom] = r.body;
+    expect(zoom.function.name).toBe("zoom");
+    expect(zoom.function.parameters.required).toEqual(["id", "n"]);
+    expect(Object.keys(zoom.function.parameters.properties)).toEqual([
       "id",
       "n",
       "offset",
       "limit",
     ]);
-    expect(r.body.function.description).toMatch(/power of two/);
-    expect(r.body.function.description).toMatch(/25000/);
+    expect(zoom.function.description).toMatch(/power of two/);
+    expect(zoom.function.description).toMatch(/25000/);
+  });
+
+  it("answers 501 for search while it is off, 400 first for a missing q", async () => {
+    const off = await get(`/threads/${thread}/search?q=x`);
+    expect(off.status).toBe(501);
+    expect(off.body.error.code).toBe("SEARCH_OFF");
+    expect(off.body.error.message).toContain("HISTORY_SEARCH");
+    const noQuery = await get(`/threads/${thread}/search`);
+    expect(noQuery.status).toBe(400);
+    expect(noQuery.body.error.code).toBe("MISSING_QUERY");
   });
 
   it("answers 404 for an unknown thread on every operation", async () => {

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { connectNats } from "../services/nats/connect.ts";
 import { MissingNatsServerError, startNatsServer } from "../services/start/nats-server.ts";
 import { freePort, isPortFree } from "../services/start/processes.ts";
+import type { Config } from "../services/config/load.ts";
 import { runStart, type StartControl } from "../services/start/run.ts";
 
 let dir: string;
@@ -178,6 +179,40 @@ describe("runStart", () => {
     expect(code).toBe(0);
     expect(readFileSync(join(dir, "worker.env"), "utf8")).toMatch(/^nats:\/\/127\.0\.0\.1:4999\n/);
     expect(existsSync(join(dir, ".data"))).toBe(false);
+  });
+
+  it("starts a service with a condition only when its setting is on (HISTORY_SEARCH)", async () => {
+    writeFileSync(join(dir, "worker.mjs"), worker);
+    const services = [
+      { name: "worker", entry: "worker.mjs" },
+      // Missing on purpose: looked for only when wanted.
+      { name: "search", entry: "search.mjs", when: (c: Config) => c.settings.search },
+    ];
+    const errors: string[] = [];
+    const off = controllable();
+    const code = await runStart(
+      {
+        services,
+        env: { ...process.env, NATS_URL: "nats://127.0.0.1:4999", HISTORY_SEARCH: "off" },
+        cwd: dir,
+        out: (line) => line.startsWith("  stop:") && stopOnceWorkerIsUp(() => off.stop("SIGTERM")),
+        err: (line) => errors.push(line),
+      },
+      off.control,
+    );
+    expect(code).toBe(0);
+    const on = await runStart(
+      {
+        services,
+        env: { ...process.env, NATS_URL: "nats://127.0.0.1:4999", HISTORY_SEARCH: "on" },
+        cwd: dir,
+        out: () => {},
+        err: (line) => errors.push(line),
+      },
+      controllable().control,
+    );
+    expect(on).toBe(1);
+    expect(errors.join("\n")).toContain("search.mjs is missing");
   });
 
   it("refuses to start when a service file is missing or a setting is bad", async () => {

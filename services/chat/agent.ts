@@ -2,7 +2,8 @@ import OpenAI from "openai";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import type { OpenAIMessage } from "../../shared/prompt.ts";
 import type { Operations } from "../prompt-builder/operations.ts";
-import { ZOOM_TOOL } from "../prompt-builder/tools.ts";
+import type { SearchForward } from "../prompt-builder/search-forward.ts";
+import { toolsFor } from "../prompt-builder/tools.ts";
 
 /** Answers a thread given the prompt-builder's prompt for the agent. */
 export interface Agent {
@@ -42,7 +43,11 @@ export function openAIAgent(options: {
   baseURL?: string | undefined;
   model: string;
   operations: Operations;
+  /** HISTORY_SEARCH=on: the search tool is offered and its calls answered through this. */
+  search?: SearchForward | undefined;
 }): Agent {
+  const search = options.search;
+  const decoder = new TextDecoder();
   const client = new OpenAI({ apiKey: options.apiKey, baseURL: options.baseURL });
   let model = 0;
   let zoom = 0;
@@ -59,7 +64,7 @@ export function openAIAgent(options: {
         const reply = await client.chat.completions.create({
           model: options.model,
           messages,
-          tools: [ZOOM_TOOL],
+          tools: toolsFor(search !== undefined),
           ...(round === MAX_ROUNDS - 1 ? { tool_choice: "none" as const } : {}),
         });
         const choice = reply.choices[0]?.message;
@@ -69,11 +74,14 @@ export function openAIAgent(options: {
         messages.push(choice);
         for (const call of calls) {
           if (call.type !== "function") continue;
-          zoom += 1;
+          if (call.function.name !== "search") zoom += 1;
           let result: unknown;
           try {
             const args = JSON.parse(call.function.arguments) as Record<string, unknown>;
-            result = await options.operations.zoom({ ...args, thread });
+            result =
+              call.function.name === "search" && search
+                ? (JSON.parse(decoder.decode(await search({ ...args, thread }))) as unknown)
+                : await options.operations.zoom({ ...args, thread });
           } catch (err) {
             // The model reads the rule it broke and can call again correctly.
             result = { error: (err as Error).message };

@@ -7,6 +7,7 @@ import { loadSettings } from "../config/load.ts";
 import { connectNats, redactUrl } from "../nats/connect.ts";
 import { ensureTopology } from "../nats/topology.ts";
 import { createOperations } from "../prompt-builder/operations.ts";
+import { forwardSearch } from "../prompt-builder/search-forward.ts";
 import { createReader } from "../prompt-builder/reader.ts";
 import { echoAgent, openAIAgent } from "./agent.ts";
 import { CHAT_HELP, createChat } from "./chat.ts";
@@ -62,7 +63,12 @@ async function main(): Promise<number> {
   const js = jetstream(nc);
   const operations = createOperations(createReader(nc, config.names), {
     tailCap: 2 * config.settings.tail[1],
+    search: config.settings.search,
   });
+  // HISTORY_SEARCH=on: the model is offered search too, answered by the search service.
+  const search = config.settings.search
+    ? forwardSearch(nc, config.names.apiPrefix, { on: true })
+    : undefined;
   const apiKey = config.values["OPENAI_API_KEY"]?.trim();
   const model = values.model ?? config.values["OPENAI_CHAT_MODEL"]?.trim() ?? "gpt-4o-mini";
   const agent = apiKey
@@ -71,6 +77,7 @@ async function main(): Promise<number> {
         baseURL: config.values["OPENAI_BASE_URL"]?.trim() || undefined,
         model,
         operations,
+        search,
       })
     : echoAgent();
   const user = values.as ?? "Ana";

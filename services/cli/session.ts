@@ -33,7 +33,10 @@ export async function withSession<T>(use: (session: Session) => Promise<T>): Pro
       nc,
       js: jetstream(nc),
       reader,
-      operations: createOperations(reader, { tailCap: 2 * config.settings.tail[1] }),
+      operations: createOperations(reader, {
+        tailCap: 2 * config.settings.tail[1],
+        search: config.settings.search,
+      }),
     });
   } finally {
     await nc.close();

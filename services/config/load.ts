@@ -30,7 +30,7 @@ export interface Config {
 
 /**
  * Variables a service reads itself from `values` (so the config file may hold them too): the
- * prompt-builder's bearer token, the worker's timings.
+ * prompt-builder's bearer token, the worker's timings, the search index's file and cache.
  */
 export const SERVICE_VARIABLES = [
   "OUTLINE_API_TOKEN",
@@ -38,6 +38,8 @@ export const SERVICE_VARIABLES = [
   "OUTLINE_ACK_WAIT_MS",
   "OUTLINE_BACKLOG_LIMIT",
   "OUTLINE_SAVE_LINGER_MS",
+  "OUTLINE_SEARCH_DB",
+  "OUTLINE_SEARCH_CACHE_MB",
 ];
 
 const KNOWN = new Set<string>([

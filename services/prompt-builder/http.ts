@@ -7,6 +7,8 @@ import type { Health } from "./health.ts";
 import { METRICS_CONTENT_TYPE, type ApiMetrics } from "./metrics.ts";
 import type { Operations } from "./operations.ts";
 import type { RawRequest } from "./requests.ts";
+import { searchArgs } from "../search/search.ts";
+import type { SearchForward } from "./search-forward.ts";
 
 /** Longest request target served; longer is a 414 (no query of ours comes close). */
 export const MAX_URL = 8_192;
@@ -15,7 +17,7 @@ const MAX_HEADER_BYTES = 64 * 1024;
 /** Our requests are GETs: a body is never read, and a large one is refused outright. */
 const MAX_BODY = 64 * 1024;
 
-const OPERATIONS = ["prompt", "zoom", "outline", "tools"] as const;
+const OPERATIONS = ["prompt", "zoom", "outline", "tools", "search"] as const;
 type Operation = (typeof OPERATIONS)[number];
 
 export interface HttpOptions {
@@ -28,7 +30,16 @@ export interface HttpOptions {
   log?: (line: string) => void;
   /** The web explorer under /ui (its own auth: the same token, or its session cookie). */
   explorer?: Explorer | undefined;
+  /** GET /threads/{thread}/search, answered by a search service (absent: 501, search is off). */
+  search?: SearchForward;
 }
+
+const searchOff: SearchForward = (raw) => {
+  searchArgs(raw);
+  return Promise.reject(
+    new ApiError(501, "SEARCH_OFF", "search is not served here: set HISTORY_SEARCH=on and restart"),
+  );
+};
 
 /** Sends JSON: a value, or its text already encoded (a prompt body, see Operations). */
 function send(
@@ -52,7 +63,7 @@ function sendError(res: ServerResponse, err: ApiError, headers: Record<string, s
 }
 
 const ROUTES_HINT =
-  "routes: GET /threads/{thread}/prompt?agent=…&from=…&format=openai|anthropic, /threads/{thread}/zoom?id=…&n=…, /threads/{thread}/outline, /threads/{thread}/tools, /healthz, /metrics; the explorer at /ui/";
+  "routes: GET /threads/{thread}/prompt?agent=…&from=…&format=openai|anthropic, /threads/{thread}/zoom?id=…&n=…, /threads/{thread}/outline, /threads/{thread}/tools, /threads/{thread}/search?q=…&before=…&limit=…, /healthz, /metrics; the explorer at /ui/";
 
 type Route =
   { kind: "healthz" } | { kind: "metrics" } | { kind: "thread"; op: Operation; raw: RawRequest };
@@ -149,7 +160,16 @@ export function createHttpServer(options: HttpOptions): Server {
     let status = 200;
     try {
       const ops = options.operations;
-      send(res, 200, await (r.op === "prompt" ? ops.promptBody(r.raw) : ops[r.op](r.raw)));
+      const search = options.search ?? searchOff;
+      send(
+        res,
+        200,
+        await (r.op === "prompt"
+          ? ops.promptBody(r.raw)
+          : r.op === "search"
+            ? search(r.raw)
+            : ops[r.op](r.raw)),
+      );
     } catch (err) {
       status = err instanceof ApiError ? err.status : 500;
       throw err;

@@ -9,6 +9,7 @@ import { createMetrics } from "./metrics.ts";
 import { serveNatsApi } from "./nats-api.ts";
 import { createOperations } from "./operations.ts";
 import { createReader } from "./reader.ts";
+import { forwardSearch } from "./search-forward.ts";
 import { natsUrlOf } from "../config/nats-url.ts";
 
 // Wiring only: settings → NATS → reader → operations → HTTP and NATS transports; drain on signal.
@@ -38,8 +39,10 @@ async function main(): Promise<void> {
   const operations = createOperations(reader, {
     tailCap: 2 * config.settings.tail[1],
     onPromptCache: (hit) => metrics.promptCache(hit),
+    search: config.settings.search,
   });
   const natsApi = serveNatsApi(nc, config.names.apiPrefix, operations, metrics, log);
+  const search = forwardSearch(nc, config.names.apiPrefix, { on: config.settings.search });
   const explorer = createExplorer({
     nc,
     names: config.names,
@@ -47,6 +50,10 @@ async function main(): Promise<void> {
     operations,
     settings: config.settings,
     token,
+    // The page shows a search box only when a search service answers (HISTORY_SEARCH=on).
+    search: config.settings.search
+      ? async (raw) => JSON.parse(new TextDecoder().decode(await search(raw))) as unknown
+      : undefined,
   });
   const server = createHttpServer({
     operations,
@@ -55,6 +62,7 @@ async function main(): Promise<void> {
     token,
     log,
     explorer,
+    search,
   });
   const address = await listen(server, host, port);
   log(

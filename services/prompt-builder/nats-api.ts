@@ -18,7 +18,7 @@ export interface NatsApi {
   drain(): Promise<void>;
 }
 
-function parseBody(msg: Msg): RawRequest {
+export function parseBody(msg: Msg): RawRequest {
   if (msg.data.length > MAX_REQUEST) {
     throw new ApiError(
       413,

@@ -15,7 +15,7 @@ import { ApiError, notFound } from "./api-error.ts";
 import { PromptCache } from "./prompt-cache.ts";
 import type { StoredMessage, ThreadReader } from "./reader.ts";
 import { promptArgs, threadArg, zoomArgs, type PromptArgs, type RawRequest } from "./requests.ts";
-import { ZOOM_TOOL, type ToolDefinition } from "./tools.ts";
+import { toolsFor, type ToolDefinition } from "./tools.ts";
 
 export interface PromptReply {
   messages: OpenAIMessage[] | AnthropicMessage[];
@@ -59,7 +59,8 @@ export interface Operations {
   promptBody(raw: RawRequest): Promise<Buffer>;
   zoom(raw: RawRequest): Promise<ZoomReply>;
   outline(raw: RawRequest): Promise<OutlineSnapshot>;
-  tools(raw: RawRequest): Promise<ToolDefinition>;
+  /** The tools agents are offered: zoom, and search when HISTORY_SEARCH is on. */
+  tools(raw: RawRequest): Promise<ToolDefinition[]>;
 }
 
 export interface OperationsOptions {
@@ -77,6 +78,8 @@ export interface OperationsOptions {
   promptCacheBytes?: number;
   /** Told of each prompt body: served as kept (true) or built (false). */
   onPromptCache?: (hit: boolean) => void;
+  /** HISTORY_SEARCH: the tools list `search` and the outline header names it. */
+  search?: boolean;
 }
 
 export const DEFAULT_MAX_NEWER = 10_000;
@@ -174,6 +177,7 @@ export function createOperations(
       tail: whole.map((m) => m.message),
       tailCap: options.tailCap,
       firstPosition: snapshot?.boundary ?? 0,
+      search: options.search === true,
     };
     const built =
       args.format === "anthropic" ? buildAnthropicPrompt(input) : buildOpenAIPrompt(input);
@@ -356,7 +360,7 @@ export function createOperations(
         reader.lastMessageSeq(thread),
       ]);
       if (!snapshot && lastSeq === 0) throw notFound(thread);
-      return ZOOM_TOOL;
+      return toolsFor(options.search === true);
     },
   };
 }

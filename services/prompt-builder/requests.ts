@@ -59,7 +59,7 @@ export function threadArg(raw: RawRequest): string {
 
 // Integers only; the rules about their values (≥ 0, power of two, …) are the core's zoom rules,
 // which name the rule broken.
-function integer(raw: RawRequest, key: string): number | undefined {
+export function integer(raw: RawRequest, key: string): number | undefined {
   const value = raw[key];
   if (value === undefined || value === null || value === "") return undefined;
   if (typeof value === "number" && Number.isInteger(value)) return value;

@@ -1,3 +1,4 @@
+import { MAX_QUERY_CHARS } from "../../shared/search.ts";
 import { ZOOM_PAGE } from "../../shared/zoom.ts";
 
 /** An OpenAI function tool, as passed in a chat completion's `tools`. */
@@ -57,3 +58,50 @@ export const ZOOM_TOOL: ToolDefinition = {
     },
   },
 };
+
+/**
+ * SPEC §8's search as a tool (HISTORY_SEARCH=on). Its parameters are the endpoint's query
+ * arguments, so a platform passes a call's arguments on as they are, as it does zoom's.
+ */
+export const SEARCH_TOOL: ToolDefinition = {
+  type: "function",
+  function: {
+    name: "search",
+    description: [
+      "Find messages of this conversation by their words: plain text matching over the original messages (never the summaries), ignoring case; q may be part of a word (e.g. 'locker cod').",
+      "Answers { hits: [{ id, message, in, at, from, snippet }], before }, up to 20 hits, newest first.",
+      "id is the message's number: zoom(id, 1) reads it whole. in is the outline line that holds it, or null when the message is shown whole after the outline. snippet shows the match «marked».",
+      "For older hits call again with before set to the answer's before (null: there are none).",
+    ].join(" "),
+    parameters: {
+      type: "object",
+      properties: {
+        q: {
+          type: "string",
+          minLength: 1,
+          maxLength: MAX_QUERY_CHARS,
+          description: "The text to find: a name, a number, a few words.",
+        },
+        before: {
+          type: "integer",
+          minimum: 0,
+          description:
+            "Only messages before this id: the previous answer's before, for the next page.",
+        },
+        limit: {
+          type: "integer",
+          minimum: 1,
+          maximum: 100,
+          description: "Hits per answer (default 20).",
+        },
+      },
+      required: ["q"],
+      additionalProperties: false,
+    },
+  },
+};
+
+/** The tools agents are offered (GET /threads/{thread}/tools), in a chat completion's shape. */
+export function toolsFor(search: boolean): ToolDefinition[] {
+  return search ? [ZOOM_TOOL, SEARCH_TOOL] : [ZOOM_TOOL];
+}

@@ -4,6 +4,8 @@ import { killAllStarted, runStart, type ServiceEntry } from "./run.ts";
 const SERVICES: readonly ServiceEntry[] = [
   { name: "thread-worker", entry: "services/thread-worker/main.ts" },
   { name: "prompt-builder", entry: "services/prompt-builder/main.ts", http: true },
+  // The search index (docs/search.md) costs disk and CPU per message: only when it is on.
+  { name: "search", entry: "services/search/main.ts", when: (config) => config.settings.search },
 ];
 
 function signalOnce(nth: number): Promise<string> {

@@ -16,6 +16,8 @@ export interface ServiceEntry {
   entry: string;
   /** It serves the HTTP API on HOST:PORT (we wait for its /healthz and print the address). */
   http?: boolean;
+  /** Started only when this says so (e.g. a setting turns the service on). */
+  when?: (config: Config) => boolean;
 }
 
 /** Ways the operator asks us to stop: the first drains, the second kills. */
@@ -100,7 +102,8 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
   }
   for (const warning of config.warnings) err(`outline: warning: ${warning}`);
 
-  const missing = options.services.filter((s) => !existsSync(resolve(cwd, s.entry)));
+  const wanted = options.services.filter((s) => s.when?.(config) ?? true);
+  const missing = wanted.filter((s) => !existsSync(resolve(cwd, s.entry)));
   if (missing.length > 0) {
     for (const s of missing) {
       err(
@@ -135,7 +138,7 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
   // The children must read the same file even when it was named with --config.
   if (config.configFile !== undefined) childEnv[CONFIG_VARIABLE] = config.configFile;
   const loader = tsxLoader();
-  const services = options.services.map((s) => {
+  const services = wanted.map((s) => {
     const p = new ManagedProcess(s.name, process.execPath, ["--import", loader, s.entry], {
       cwd,
       env: childEnv,
@@ -152,7 +155,7 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
   ]);
 
   const http = `http://${browsableHost(config.settings.host)}:${config.settings.port}`;
-  const hasHttp = options.services.some((s) => s.http);
+  const hasHttp = wanted.some((s) => s.http);
   const ready = hasHttp
     ? await Promise.race([
         waitForHttp(`${http}/healthz`, options.readyTimeoutMs ?? 30_000),

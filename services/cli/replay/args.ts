@@ -7,12 +7,14 @@ export interface ReplayArgs {
   /** Write the rebuilt snapshots into this bucket instead of only comparing. */
   into: string | undefined;
   resummarize: boolean;
+  /** Also ask every running search service to rebuild its index from CHAT. */
+  search: boolean;
   help: boolean;
   /** Passed through to loadSettings (it reads `--config` itself). */
   config: string | undefined;
 }
 
-export const REPLAY_USAGE = `usage: outline replay (--thread T | --all) [--verify] [--into BUCKET] [--resummarize] [--config FILE]
+export const REPLAY_USAGE = `usage: outline replay (--thread T | --all) [--verify] [--into BUCKET] [--resummarize] [--search] [--config FILE]
 
 Rebuilds outlines from the CHAT and HISTORY streams with zero model calls, using the same
 settings as the worker (HISTORY_*, OUTLINE_*, NATS_URL, or the config file).
@@ -25,6 +27,8 @@ settings as the worker (HISTORY_*, OUTLINE_*, NATS_URL, or the config file).
                    is left untouched
   --resummarize    when a node is missing from HISTORY, build it with the configured summarizer
                    (HISTORY_SUMMARIZER) and publish it, instead of stopping with an error
+  --search         with --all: also have every running search service rebuild its index from
+                   CHAT (docs/search.md); each reports when done
 
 exit codes: 0 rebuilt (and all matched), 1 a snapshot differs, 2 an error stopped the replay`;
 
@@ -48,6 +52,7 @@ export function parseReplayArgs(argv: readonly string[]): ReplayArgs {
     verify: false,
     into: undefined,
     resummarize: false,
+    search: false,
     help: false,
     config: undefined,
   };
@@ -76,6 +81,9 @@ export function parseReplayArgs(argv: readonly string[]): ReplayArgs {
       case "--resummarize":
         args.resummarize = true;
         break;
+      case "--search":
+        args.search = true;
+        break;
       case "--config":
         args.config = take("outline.config.json");
         break;
@@ -92,6 +100,9 @@ export function parseReplayArgs(argv: readonly string[]): ReplayArgs {
     throw new UsageError(
       "say which threads to rebuild: --thread T for one, or --all for every thread (not both)",
     );
+  }
+  if (args.search && !args.all) {
+    throw new UsageError("--search rebuilds whole search indexes: use it with --all");
   }
   return args;
 }

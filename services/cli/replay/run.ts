@@ -20,6 +20,7 @@ import {
 } from "./read.ts";
 import { ThreadReplay, type ChatEvent, type Resummarize } from "./rebuild.ts";
 import { createResummarizer } from "./resummarize.ts";
+import { rebuildSearchIndexes } from "./search.ts";
 import { natsUrlOf } from "../../config/nats-url.ts";
 
 export interface ReplayDeps {
@@ -304,8 +305,11 @@ async function replay(session: Session, deps: ReplayDeps): Promise<number> {
   });
   summary(session, built, calls(), texts);
   if (args.into !== undefined) await writeInto(session, args.into, built);
+  const searchFailed = args.search
+    ? await rebuildSearchIndexes(session.access.nc, config.names.apiPrefix, out)
+    : 0;
   if (args.verify && (await verify(session, built)) > 0) return EXIT.differs;
-  return EXIT.ok;
+  return searchFailed > 0 ? EXIT.error : EXIT.ok;
 }
 
 /** `outline replay …`: resolves to the exit code. */

@@ -1,0 +1,33 @@
+import { resolve } from "node:path";
+import { SettingsError } from "../../shared/errors.ts";
+
+/** Where the search index lives and how much page cache it may use (docs/search.md). */
+export interface SearchConfig {
+  /** The index file (absolute). */
+  path: string;
+  cacheMiB: number;
+}
+
+export const SEARCH_DB_VARIABLE = "OUTLINE_SEARCH_DB";
+export const SEARCH_CACHE_VARIABLE = "OUTLINE_SEARCH_CACHE_MB";
+export const DEFAULT_SEARCH_DB = ".data/search.db";
+export const DEFAULT_SEARCH_CACHE_MB = 32;
+
+export function parseSearchConfig(
+  values: Readonly<Record<string, string | undefined>>,
+  cwd: string = process.cwd(),
+): SearchConfig {
+  const path = resolve(cwd, values[SEARCH_DB_VARIABLE]?.trim() || DEFAULT_SEARCH_DB);
+  const raw = values[SEARCH_CACHE_VARIABLE]?.trim();
+  let cacheMiB = DEFAULT_SEARCH_CACHE_MB;
+  if (raw) {
+    cacheMiB = /^\d+$/.test(raw) ? Number(raw) : NaN;
+    if (!(cacheMiB >= 1 && cacheMiB <= 65_536)) {
+      throw new SettingsError(
+        SEARCH_CACHE_VARIABLE,
+        `'${raw}' is not a size in MiB from 1 to 65536; write e.g. ${SEARCH_CACHE_VARIABLE}=${DEFAULT_SEARCH_CACHE_MB}`,
+      );
+    }
+  }
+  return { path, cacheMiB };
+}

@@ -1,0 +1,130 @@
+import {
+  lineHolding,
+  MAX_QUERY_CHARS,
+  normalizeText,
+  planQuery,
+  snippet,
+} from "../../shared/search.ts";
+import { ApiError, notFound } from "../prompt-builder/api-error.ts";
+import type { ThreadReader } from "../prompt-builder/reader.ts";
+import { integer, threadArg, type RawRequest } from "../prompt-builder/requests.ts";
+import type { SearchIndexer } from "./indexer.ts";
+
+/** The search operation (SPEC §8), free of any transport. */
+export interface SearchArgs {
+  thread: string;
+  /** The text to find, normalized (NFC, white space as single spaces). */
+  q: string;
+  /** Only messages at positions below this; undefined: from the newest. */
+  before: number | undefined;
+  limit: number;
+}
+
+export interface SearchHit {
+  /** The message's position: what zoom(id, 1) takes. */
+  id: number;
+  /** Its message id. */
+  message: string;
+  /** The outline line holding it (`1024+256`), or null when it is whole (the tail). */
+  in: string | null;
+  at: string;
+  from: string;
+  /** About 200 characters around the match, the match marked «like this». */
+  snippet: string;
+}
+
+export interface SearchReply {
+  hits: SearchHit[];
+  /** Pass as `before` for the next page; null when nothing older matches. */
+  before: number | null;
+}
+
+export const DEFAULT_LIMIT = 20;
+export const MAX_LIMIT = 100;
+
+const bad = (code: string, message: string) => new ApiError(400, code, message);
+
+/** The arguments of a search, checked the same way whichever transport brought them. */
+export function searchArgs(raw: RawRequest): SearchArgs {
+  const thread = threadArg(raw);
+  const value = raw.q;
+  if (value !== undefined && value !== null && typeof value !== "string") {
+    throw bad("BAD_QUERY", `q must be a string (the text to find), got ${JSON.stringify(value)}`);
+  }
+  const q = normalizeText(value ?? "");
+  if (q === "") {
+    throw bad(
+      "MISSING_QUERY",
+      "search needs q, the text to find, e.g. q=locker%20code; matching is plain text, any case",
+    );
+  }
+  if ([...q].length > MAX_QUERY_CHARS) {
+    throw bad("QUERY_TOO_LONG", `q is at most ${MAX_QUERY_CHARS} characters; search for a part`);
+  }
+  const before = integer(raw, "before");
+  if (before !== undefined && before < 0) {
+    throw bad("BAD_BEFORE", `before is a message position (0 or more), got ${before}`);
+  }
+  const limit = integer(raw, "limit") ?? DEFAULT_LIMIT;
+  if (limit < 1 || limit > MAX_LIMIT) {
+    throw bad("BAD_LIMIT", `limit is from 1 to ${MAX_LIMIT} hits, got ${limit}`);
+  }
+  return { thread, q, before, limit };
+}
+
+export interface SearchOptions {
+  /** How long a query waits for the index to reach the thread's newest message. */
+  waitMs?: number;
+}
+
+export type Search = (raw: RawRequest) => Promise<SearchReply>;
+
+/**
+ * Answers from the instance's index, once it holds the thread's newest message: the thread's
+ * newest CHAT sequence is read afresh for each query (as a prompt request does), so a message
+ * stored a moment ago is never missed. The snapshot gives each hit its line.
+ */
+export function createSearch(
+  reader: Pick<ThreadReader, "snapshot" | "lastMessageSeq">,
+  indexer: SearchIndexer,
+  options: SearchOptions = {},
+): Search {
+  const waitMs = options.waitMs ?? 2_000;
+  return async (raw) => {
+    const args = searchArgs(raw);
+    const { thread } = args;
+    const [snapshot, lastSeq] = await Promise.all([
+      reader.snapshot(thread),
+      reader.lastMessageSeq(thread),
+    ]);
+    if (!snapshot && lastSeq === 0) {
+      // Deleted (its erase ran before this index read the delete) or never existed.
+      indexer.store().eraseGone(new Set(), thread);
+      throw notFound(thread);
+    }
+    if (indexer.store().appliedSeq < lastSeq && !(await indexer.reach(lastSeq, waitMs))) {
+      const { applied, last } = indexer.progress();
+      throw new ApiError(
+        503,
+        "SEARCH_INDEX_BEHIND",
+        `the search index has read CHAT up to sequence ${applied} of ${last}; thread '${thread}' has messages up to ${lastSeq}: it is catching up (see the search service's log), retry in a few seconds`,
+      );
+    }
+    const page = indexer
+      .store()
+      .search(thread, planQuery(args.q), args.before ?? Number.MAX_SAFE_INTEGER, args.limit);
+    const lines = snapshot?.lines ?? [];
+    const boundary = snapshot?.boundary ?? 0;
+    return {
+      hits: page.hits.map((h) => ({
+        id: h.position,
+        message: h.message,
+        in: lineHolding(lines, boundary, h.position),
+        at: h.at,
+        from: h.from,
+        snippet: snippet(h.text, args.q),
+      })),
+      before: page.before,
+    };
+  };
+}
