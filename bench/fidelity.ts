@@ -4,15 +4,12 @@
 // real core (appendMessage, takeJobs, jobFor, summaryBuilt) at the default settings and with the
 // outline sized to 8× smaller than the messages it covers. Three summarizers side by side in the
 // same run: a cut (each line the first bytes of what it replaces), the extractive summarizer as
-// it was before issue 19 (read from git at BENCH_FIDELITY_BASE), and today's.
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+// it was before issue 19 (read from git at BENCH_EXTRACTIVE_BASE), and today's.
 import { performance } from "node:perf_hooks";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import { cutToBytes, utf8Bytes } from "../shared/bytes.ts";
 import { jobFor } from "../shared/context.ts";
 import type { Message } from "../shared/events.ts";
-import type { ContextLine, SummaryJob } from "../shared/jobs.ts";
+import type { SummaryJob } from "../shared/jobs.ts";
 import { DEFAULT_SETTINGS, type CoreSettings } from "../shared/settings.ts";
 import {
   appendMessage,
@@ -25,10 +22,9 @@ import {
 } from "../shared/thread.ts";
 import { ExtractiveSummarizer } from "../services/summarizer/extractive.ts";
 import { renderSource } from "../services/summarizer/source.ts";
+import { baselineExtractive } from "./support/baseline.ts";
 import { holds, multiSession, type Fact } from "./support/sessions.ts";
 
-/** The extractive summarizer before issue 19 (the main branch's commit it started from). */
-const BASE = process.env.BENCH_FIDELITY_BASE ?? "5bdb013";
 const SEEDS = (process.env.BENCH_FIDELITY_SEEDS ?? "1,2,3,4").split(",").map(Number);
 const SESSIONS = Number(process.env.BENCH_FIDELITY_SESSIONS ?? 24);
 /** Merged lines to print for a reader to judge, before and after (levels 3 to 7). */
@@ -59,39 +55,10 @@ const after: Strategy = {
   },
 };
 
-type LeafFn = (message: Message, line: number) => string;
-type MergeFn = (left: ContextLine, right: ContextLine, line: number) => string;
-
-/**
- * The extractive summarizer of commit `rev`, from git: its services/summarizer and shared
- * folders are written under node_modules/.cache (so its imports resolve) and imported from
- * there. Undefined when git or the commit is not there (a shallow clone).
- */
-async function before(rev: string): Promise<Strategy | undefined> {
-  const root = fileURLToPath(new URL("..", import.meta.url));
-  const dir = `${root}node_modules/.cache/outline-bench/extractive-${rev}`;
-  try {
-    if (!existsSync(`${dir}/services/summarizer/extractive.ts`)) {
-      mkdirSync(dir, { recursive: true });
-      const archive = execFileSync(
-        "git",
-        ["-C", root, "archive", rev, "services/summarizer", "shared"],
-        {
-          maxBuffer: 64 << 20,
-        },
-      );
-      execFileSync("tar", ["-x", "-C", dir], { input: archive });
-    }
-  } catch (err) {
-    console.log(
-      `  (no 'before' figures: commit ${rev} cannot be read from git: ${(err as Error).message.split("\n")[0]})`,
-    );
-    return undefined;
-  }
-  const module = (await import(pathToFileURL(`${dir}/services/summarizer/extractive.ts`).href)) as {
-    extractLeaf: LeafFn;
-    extractMerge: MergeFn;
-  };
+/** The extractive summarizer before issue 19 (bench/support/baseline.ts). */
+async function before(): Promise<Strategy | undefined> {
+  const module = await baselineExtractive();
+  if (!module) return undefined;
   return {
     name: "before",
     make: () => (job) =>
@@ -207,7 +174,7 @@ function printSamples(beforeRun: Outcome, afterRun: Outcome, count: number): voi
 }
 
 export async function run(): Promise<Record<string, number>> {
-  const strategies = [cut, await before(BASE), after].filter((s): s is Strategy => !!s);
+  const strategies = [cut, await before(), after].filter((s): s is Strategy => !!s);
   const totals = new Map<string, { passed: number; counted: number; compression: number[] }>();
   let afterMerges = 0;
   let afterMergeMs = 0;

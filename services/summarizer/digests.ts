@@ -1,4 +1,4 @@
-import { lineDigest, parentUnits, type Digest } from "./extract/digest.ts";
+import { addCounts, lineDigest, parentUnits, type Digest } from "./extract/digest.ts";
 
 /** How many levels down a free parent's digest is rebuilt from its children's. */
 const FREE_DEPTH = 3;
@@ -29,6 +29,7 @@ export class DigestCache {
     this.#drop(key);
     let bytes = 2 * digest.line.length + 64;
     for (const unit of digest.units) bytes += 2 * unit.text.length + 24 * unit.terms.length + 96;
+    bytes += 32 * digest.common.terms.length;
     this.#digests.set(key, { digest, bytes });
     this.#bytes += bytes;
     for (const [oldest] of this.#digests) {
@@ -78,7 +79,8 @@ export class DigestCache {
     const right =
       this.#take(thread, level - 1, 2 * index + 1, rightLine, depth - 1) ??
       lineDigest(rightLine, id + n, n);
-    return { line, units: parentUnits(left.units, right.units, new Set()) };
+    const common = addCounts(left.common, right.common);
+    return { line, units: parentUnits(left.units, right.units, new Set()), common };
   }
 
   #drop(key: string): void {

@@ -4,14 +4,30 @@
 // among the best sentences of its 128 messages at the cost of choosing among 32.
 import { cutToBytes, utf8Bytes } from "../../../shared/bytes.ts";
 import { shorten } from "./compose.ts";
-import { lineIdeas, textIdeas } from "./segment.ts";
+import { findEntities, type Entity } from "./entities.ts";
+import { lineIdeas } from "./segment.ts";
 import { clausesOf, makeUnit, type Unit } from "./units.ts";
 
 export interface Digest {
   /** The line the digest was made with: a merge uses a digest only for the line it names. */
   line: string;
   units: Unit[];
+  /**
+   * The terms said in most of the messages the node covers, with in how many (the most
+   * frequent COMMON_TERMS): a term the whole stretch keeps saying tells little about any one
+   * sentence, one said once tells a lot.
+   */
+  common: TermCounts;
 }
+
+/** Terms and how many messages said each, most first. */
+export interface TermCounts {
+  terms: string[];
+  counts: number[];
+}
+
+/** Terms a digest counts: enough to know a stretch's usual words, few enough to merge fast. */
+export const COMMON_TERMS = 48;
 
 /** Units a digest keeps: enough runners-up for the parent, few enough to stay cheap. */
 export const DIGEST_UNITS = 16;
@@ -57,26 +73,57 @@ export function tighten(unit: Unit, text: string, room: number): string {
   return room > mark ? shorten(text, room) : "";
 }
 
-/** The units of a message, its weightiest kept (at most DIGEST_UNITS), in the order said. */
-export function messageUnits(
+/** The most frequent `max` of `counts` (ties by term, so the result does not depend on order). */
+function topCounts(counts: Map<string, number>, max: number): TermCounts {
+  const ranked = [...counts].sort(
+    (a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0),
+  );
+  const kept = ranked.slice(0, max);
+  return { terms: kept.map((e) => e[0]), counts: kept.map((e) => e[1]) };
+}
+
+/** Two stretches' counts added up (they cover different messages). */
+export function addCounts(a: TermCounts, b: TermCounts): TermCounts {
+  const sum = new Map<string, number>();
+  for (const side of [a, b])
+    side.terms.forEach((term, i) => sum.set(term, (sum.get(term) ?? 0) + (side.counts[i] ?? 0)));
+  return topCounts(sum, COMMON_TERMS);
+}
+
+/** Counts where each group of units is one message: a term counts once per group. */
+function countsOf(groups: readonly (readonly Unit[])[]): TermCounts {
+  const counts = new Map<string, number>();
+  for (const units of groups) {
+    const said = new Set<string>();
+    for (const unit of units) for (const term of unit.terms) said.add(term);
+    for (const term of said) counts.set(term, (counts.get(term) ?? 0) + 1);
+  }
+  return topCounts(counts, COMMON_TERMS);
+}
+
+/**
+ * A message's digest from its sentences (and the exact tokens found in it): its weightiest units
+ * (at most DIGEST_UNITS) in the order said.
+ */
+export function messageDigest(
+  line: string,
   who: string,
   at: number,
-  text: string,
-  extra: readonly string[] = [],
-): Unit[] {
-  let sentences = textIdeas(text).flatMap((idea) => idea.sentences);
-  if (sentences.length > HEAD_SENTENCES + TAIL_SENTENCES) {
-    sentences = [...sentences.slice(0, HEAD_SENTENCES), ...sentences.slice(-TAIL_SENTENCES)];
-  }
-  sentences.push(...extra);
+  said: readonly string[],
+  found: readonly Entity[],
+): Digest {
+  const sentences =
+    said.length > HEAD_SENTENCES + TAIL_SENTENCES
+      ? [...said.slice(0, HEAD_SENTENCES), ...said.slice(-TAIL_SENTENCES)]
+      : said;
   const units: Unit[] = [];
   for (const [nth, sentence] of sentences.entries()) {
-    const full = makeUnit(who, at, nth, sentence);
+    const full = makeUnit(who, at, nth, sentence, found);
     const text = tighten(full, sentence, UNIT_BYTES);
     if (!text) continue;
-    units.push(text === sentence ? full : makeUnit(who, at, nth, text));
+    units.push(text === sentence ? full : makeUnit(who, at, nth, text, found));
   }
-  return keepBest(units, DIGEST_UNITS);
+  return { line, units: keepBest(units, DIGEST_UNITS), common: countsOf([units]) };
 }
 
 /** The `max` units of highest score (the earlier on a tie), in their order. */
@@ -103,6 +150,7 @@ function speakerOf(head: string): string {
  */
 export function lineDigest(line: string, id: number, n: number): Digest {
   const { ideas, turns } = lineIdeas(line);
+  const found = findEntities(line);
   const units: Unit[] = [];
   let nth = 0;
   let turn = -1;
@@ -112,9 +160,16 @@ export function lineDigest(line: string, id: number, n: number): Digest {
     const text = idea.sentences.join(" ").trim();
     if (!text) continue;
     const at = id + Math.floor((idea.turn * n) / Math.max(1, turns));
-    units.push(makeUnit(speakerOf(idea.head), at, nth, cutToBytes(text, UNIT_BYTES * 2)));
+    units.push(makeUnit(speakerOf(idea.head), at, nth, cutToBytes(text, UNIT_BYTES * 2), found));
   }
-  return { line, units: keepBest(units, DIGEST_UNITS * 2) };
+  // Each turn of a line stands for a message it covers.
+  const turnsOf = new Map<number, Unit[]>();
+  for (const unit of units) turnsOf.set(unit.at, [...(turnsOf.get(unit.at) ?? []), unit]);
+  return {
+    line,
+    units: keepBest(units, DIGEST_UNITS * 2),
+    common: countsOf([...turnsOf.values()]),
+  };
 }
 
 /**

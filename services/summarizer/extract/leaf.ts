@@ -4,7 +4,7 @@ import { cutToBytes } from "../../../shared/bytes.ts";
 import type { Message } from "../../../shared/events.ts";
 import { describeStep, renderWho } from "../source.ts";
 import { compose } from "./compose.ts";
-import { findEntities } from "./entities.ts";
+import { findEntities, type Entity } from "./entities.ts";
 import { textIdeas, type Idea } from "./segment.ts";
 
 // A line holds a few hundred bytes: reading past this much of a message only costs time. The
@@ -34,11 +34,14 @@ function stepsNote(steps: readonly unknown[]): { full: string; short: string } {
   return { full: `${count}: ${names.join(", ")}`, short: count };
 }
 
-/** A message in one line of at most `line` bytes: who said it, then what matters most. */
-export function extractLeaf(
-  message: Pick<Message, "from" | "to" | "text" | "steps">,
-  line: number,
-): string {
+/** A message read once: its ideas (the opening without a greeting), exact tokens, steps. */
+export interface ReadMessage {
+  ideas: Idea[];
+  entities: Entity[];
+  note?: { full: string; short: string };
+}
+
+export function readMessage(message: Pick<Message, "text" | "steps">): ReadMessage {
   const text = readable(message.text);
   const steps = message.steps ?? [];
   let ideas: Idea[] = textIdeas(text);
@@ -48,17 +51,37 @@ export function extractLeaf(
     ideas = steps.map((step) => ({ head: "", turn: 0, sentences: [describeStep(step)] }));
   }
   if (ideas.length === 0) ideas = [{ head: "", turn: 0, sentences: [] }];
-  const head = `${cutToBytes(renderWho(message), Math.floor(line / 3))}: `;
   const opening = (ideas[0]?.sentences ?? []).map((s, i) => (i === 0 ? dropGreeting(s) : s));
-  ideas[0] = { head, turn: 0, sentences: opening.filter((s) => s !== "") };
-  ideas = ideas.map((idea) => ({ ...idea, head }));
-  return compose({
+  ideas[0] = { head: "", turn: 0, sentences: opening.filter((s) => s !== "") };
+  const entities = findEntities(
+    stepsAreText ? ideas.map((i) => i.sentences.join(" ")).join("\n") : text,
+  );
+  return {
     ideas,
-    entities: findEntities(
-      stepsAreText ? ideas.map((i) => i.sentences.join(" ")).join("\n") : text,
-    ),
+    entities,
+    ...(steps.length > 0 && !stepsAreText ? { note: stepsNote(steps) } : {}),
+  };
+}
+
+/** A message in one line of at most `line` bytes: who said it, then what matters most. */
+export function leafLine(
+  message: Pick<Message, "from" | "to">,
+  read: ReadMessage,
+  line: number,
+): string {
+  const head = `${cutToBytes(renderWho(message), Math.floor(line / 3))}: `;
+  return compose({
+    ideas: read.ideas.map((idea) => ({ ...idea, head })),
+    entities: read.entities,
     pinned: new Set([0]),
     limit: line,
-    ...(steps.length > 0 && !stepsAreText ? { note: stepsNote(steps) } : {}),
+    ...(read.note ? { note: read.note } : {}),
   });
+}
+
+export function extractLeaf(
+  message: Pick<Message, "from" | "to" | "text" | "steps">,
+  line: number,
+): string {
+  return leafLine(message, readMessage(message), line);
 }

@@ -1,11 +1,10 @@
 // The extractive summarizer's work as plain data in, plain data out, so it runs the same on the
 // event loop or in a worker thread (services/summarizer/extract-thread.ts).
 import type { ContextLine } from "../../../shared/jobs.ts";
-import { lineDigest, messageUnits, parentUnits, type Digest } from "./digest.ts";
-import { dropGreeting, extractLeaf, readable } from "./leaf.ts";
+import { addCounts, lineDigest, messageDigest, parentUnits, type Digest } from "./digest.ts";
+import { leafLine, readMessage } from "./leaf.ts";
 import { composeMerge } from "./merge.ts";
 import type { Message } from "../../../shared/events.ts";
-import { describeStep } from "../source.ts";
 
 export interface LeafTask {
   kind: "leaf";
@@ -33,13 +32,13 @@ export interface ExtractResult {
 
 export function leafWork(task: LeafTask): ExtractResult {
   const { message, line } = task;
-  const text = extractLeaf(message, line);
-  const steps = message.steps ?? [];
-  // A message of tool calls alone said what its steps did.
-  const stepsOnly = message.text.trim() === "" ? steps.map((s) => describeStep(s)) : [];
-  const said = dropGreeting(readable(message.text).trimStart());
-  const units = messageUnits(message.from, task.position, said, stepsOnly);
-  return { text, digest: { line: text, units } };
+  const read = readMessage(message);
+  const text = leafLine(message, read, line);
+  const sentences = read.ideas.flatMap((idea) => idea.sentences);
+  return {
+    text,
+    digest: messageDigest(text, message.from, task.position, sentences, read.entities),
+  };
 }
 
 /** A child's digest if it belongs to the line the job names, else one read from that line. */
@@ -50,8 +49,10 @@ function digestFor(line: ContextLine, digest: Digest | undefined): Digest {
 export function mergeWork(task: MergeTask): ExtractResult {
   const left = digestFor(task.left, task.leftDigest);
   const right = digestFor(task.right, task.rightDigest);
-  const { text, shown } = composeMerge(left.units, right.units, task.line);
-  return { text, digest: { line: text, units: parentUnits(left.units, right.units, shown) } };
+  const common = addCounts(left.common, right.common);
+  const { text, shown } = composeMerge(left.units, right.units, task.line, common);
+  const units = parentUnits(left.units, right.units, shown);
+  return { text, digest: { line: text, units, common } };
 }
 
 export function runTask(task: ExtractTask): ExtractResult {
