@@ -3,7 +3,7 @@ import { DigestCache } from "./digests.ts";
 import type { Digest } from "./extract/digest.ts";
 import { readable } from "./extract/leaf.ts";
 import { mergeWork, runTask, type ExtractResult, type ExtractTask } from "./extract/work.ts";
-import type { ExtractPool } from "./pool.ts";
+import { PoolUnavailableError, type ExtractPool } from "./pool.ts";
 import { noUsage, type UsageTotals } from "./usage.ts";
 
 export { extractLeaf } from "./extract/leaf.ts";
@@ -44,6 +44,7 @@ export class ExtractiveSummarizer implements Summarizer {
   readonly name = "extractive";
   readonly #digests: DigestCache;
   readonly #pool: ExtractPool | undefined;
+  #inline = false;
 
   constructor(options: ExtractiveOptions = {}) {
     this.#digests = new DigestCache(options.digestBytes);
@@ -62,9 +63,23 @@ export class ExtractiveSummarizer implements Summarizer {
 
   async summarize(job: SummaryJob, signal?: AbortSignal): Promise<SummaryResult> {
     const task = this.#taskOf(job);
-    const result: ExtractResult = this.#pool ? await this.#pool.run(task, signal) : runTask(task);
+    const result: ExtractResult = this.#pool ? await this.#onPool(task, signal) : runTask(task);
     this.#digests.put(job.thread, job.level, job.index, result.digest);
     return { text: result.text, calls: 0 };
+  }
+
+  /** On the pool; on the event loop from the first time its threads cannot start. */
+  async #onPool(task: ExtractTask, signal: AbortSignal | undefined): Promise<ExtractResult> {
+    if (this.#pool && !this.#inline) {
+      try {
+        return await this.#pool.run(task, signal);
+      } catch (err) {
+        if (!(err instanceof PoolUnavailableError)) throw err;
+        this.#inline = true;
+        process.emitWarning(err.message, { code: "OUTLINE_SUMMARIZER_THREADS" });
+      }
+    }
+    return runTask(task);
   }
 
   /** Stops the worker threads, if any. */

@@ -1,6 +1,7 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
+import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { ExtractResult, ExtractTask } from "./extract/work.ts";
@@ -9,9 +10,9 @@ import type { ExtractResult, ExtractTask } from "./extract/work.ts";
 const PER_THREAD = 2;
 
 /**
- * The thread entry beside this module, in its language: `extract-thread.ts` when this runs as
+ * The thread's module beside this one, in its language: `extract-thread.ts` when this runs as
  * TypeScript (tsx, vitest), `extract-thread.js` when the services are compiled (a build must emit
- * the entry next to the module that holds this code).
+ * it next to the module that holds this code: a bundle's own file, say).
  */
 export function threadEntry(from: string = import.meta.url): URL {
   const ext = /\.[cm]?[jt]s$/.exec(new URL(from).pathname)?.[0] ?? ".js";
@@ -19,18 +20,30 @@ export function threadEntry(from: string = import.meta.url): URL {
 }
 
 /**
- * Node flags for a thread running `entry`: a `.ts` entry needs tsx's loader, which a thread only
- * inherits when the process itself was started through tsx (not under vitest, say).
+ * What a thread needs to load `entry`: nothing for compiled JavaScript; for a `.ts` entry (tsx,
+ * vitest) tsx's ESM API, registered in the thread before the entry is imported. (Node 20 loads a
+ * worker's own entry file before an `--import` hook in its execArgv takes effect, so a `.ts`
+ * entry cannot be the worker's file: a bootstrap imports it.)
  */
-export function threadExecArgv(
-  entry: URL,
-  execArgv: readonly string[] = process.execArgv,
-): string[] {
-  if (!entry.pathname.endsWith(".ts")) return [...execArgv];
-  if (execArgv.some((arg) => /[\\/]tsx[\\/]/.test(arg))) return [...execArgv];
-  const loader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-  return [...execArgv, "--import", loader];
+export function tsxApiFor(entry: URL): string | undefined {
+  if (!entry.pathname.endsWith(".ts")) return undefined;
+  const require = createRequire(import.meta.url);
+  const manifest = require.resolve("tsx/package.json");
+  const pkg = JSON.parse(readFileSync(manifest, "utf8")) as {
+    exports: Record<string, { import: { default: string } }>;
+  };
+  const api = pkg.exports["./esm/api"]?.import.default;
+  if (!api) throw new Error(`tsx at ${manifest} has no ESM API to load ${entry.pathname} with`);
+  return pathToFileURL(join(dirname(manifest), api)).href;
 }
+
+// The thread's first code: registers tsx when asked, then imports the entry. CommonJS, as code
+// given to `new Worker(…, { eval: true })` runs.
+const BOOTSTRAP = `const { workerData } = require("node:worker_threads");
+(async () => {
+  if (workerData.tsx) (await import(workerData.tsx)).register();
+  await import(workerData.entry);
+})().catch((err) => { setImmediate(() => { throw err; }); });`;
 
 /** Threads for the offline summarizer: the cores but one (the event loop's), at least 1, at most 4. */
 export function defaultThreads(cores = availableParallelism()): number {
@@ -49,6 +62,16 @@ interface Waiting {
 interface Slot {
   worker: Worker;
   running: Map<number, Waiting>;
+  /** It has answered a task: it started. */
+  answered: boolean;
+}
+
+/** Threads that die before their first answer, in a row, before the pool gives up. */
+const START_FAILURES = 3;
+
+/** The threads cannot start (a missing or broken entry): the work belongs on the event loop. */
+export class PoolUnavailableError extends Error {
+  override readonly name = "PoolUnavailableError";
 }
 
 type Answer =
@@ -57,17 +80,19 @@ type Answer =
 /**
  * A few worker threads running the extractive summarizer's tasks, so a long message or a merge
  * never holds the event loop that handles the thread worker's events. Tasks go to the thread with
- * the fewest in hand; a thread that dies fails its tasks (the job retries) and is replaced. Idle
- * threads do not keep the process alive.
+ * the fewest in hand; a thread that dies fails its tasks (the job retries) and is replaced.
+ * Threads start with the first task, and idle ones do not keep the process alive.
  */
 export class ExtractPool {
   readonly size: number;
   readonly #entry: URL;
-  readonly #execArgv: string[];
+  readonly #tsx: string | undefined;
   readonly #slots: Slot[] = [];
   readonly #queue: Waiting[] = [];
   #next = 0;
   #closed = false;
+  #startFailures = 0;
+  #unavailable: PoolUnavailableError | undefined;
 
   constructor(size: number, entry: URL = threadEntry()) {
     if (!existsSync(fileURLToPath(entry))) {
@@ -77,11 +102,11 @@ export class ExtractPool {
     }
     this.size = Math.max(1, Math.floor(size));
     this.#entry = entry;
-    this.#execArgv = threadExecArgv(entry);
-    for (let i = 0; i < this.size; i++) this.#slots.push(this.#spawn());
+    this.#tsx = tsxApiFor(entry);
   }
 
   run(task: ExtractTask, signal?: AbortSignal): Promise<ExtractResult> {
+    if (this.#unavailable) return Promise.reject(this.#unavailable);
     if (this.#closed) return Promise.reject(new Error("the summarizer's threads are closed"));
     if (signal?.aborted) return Promise.reject(abortError(signal));
     return new Promise<ExtractResult>((resolve, reject) => {
@@ -95,6 +120,8 @@ export class ExtractPool {
         signal.addEventListener("abort", waiting.onAbort, { once: true });
       }
       this.#queue.push(waiting);
+      // Threads start with the first task: a process that never summarizes never starts one.
+      while (this.#slots.length < this.size) this.#slots.push(this.#spawn());
       this.#dispatch();
     });
   }
@@ -114,10 +141,17 @@ export class ExtractPool {
   }
 
   #spawn(): Slot {
-    const worker = new Worker(this.#entry, { execArgv: this.#execArgv });
-    const slot: Slot = { worker, running: new Map() };
+    const worker = new Worker(BOOTSTRAP, {
+      eval: true,
+      // The process's flags (tsx's, vitest's) are not the thread's: it loads what it is told.
+      execArgv: [],
+      workerData: { entry: this.#entry.href, tsx: this.#tsx },
+    });
+    const slot: Slot = { worker, running: new Map(), answered: false };
     worker.unref();
     worker.on("message", (answer: Answer) => {
+      slot.answered = true;
+      this.#startFailures = 0;
       const waiting = slot.running.get(answer.id);
       if (!waiting) return;
       slot.running.delete(answer.id);
@@ -130,8 +164,22 @@ export class ExtractPool {
     const fail = (err: Error) => {
       const at = this.#slots.indexOf(slot);
       if (at < 0) return;
-      for (const waiting of slot.running.values()) this.#settle(waiting).reject(err);
+      if (!slot.answered && ++this.#startFailures >= START_FAILURES) {
+        this.#unavailable = new PoolUnavailableError(
+          `the summarizer's threads cannot start (${err.message}); summarizing on the event loop`,
+        );
+      }
+      const failed = [...slot.running.values()];
       slot.running.clear();
+      if (this.#unavailable) {
+        this.#slots.splice(at, 1);
+        failed.push(...this.#queue.splice(0));
+        for (const waiting of failed) this.#settle(waiting).reject(this.#unavailable);
+        return;
+      }
+      // A thread that never started did not fail its tasks: they wait for the next one.
+      if (slot.answered) for (const waiting of failed) this.#settle(waiting).reject(err);
+      else this.#queue.unshift(...failed);
       if (this.#closed) return;
       this.#slots[at] = this.#spawn();
       this.#dispatch();
