@@ -37,39 +37,57 @@ export const UNIT_BYTES = 280;
 const HEAD_SENTENCES = 48;
 const TAIL_SENTENCES = 16;
 
-/** Sum of the weights of `unit`'s terms that stand in `text` (lower case). */
-function weightIn(unit: Unit, lower: string): number {
-  let sum = 0;
-  for (let i = 0; i < unit.terms.length; i++)
-    if (lower.includes(unit.terms[i] as string)) sum += unit.weights[i] as number;
-  return sum;
-}
-
 /**
  * `text` in at most `room` bytes: the run of clauses that carries the most terms, marked `…`
- * where it was cut; a single clause too long is cut at a word. Empty when nothing fits.
+ * where it was cut; a single clause too long is cut at a word. Empty when nothing fits. Each
+ * clause's bytes and terms are found once; only the chosen run is put together.
  */
 export function tighten(unit: Unit, text: string, room: number): string {
   if (utf8Bytes(text) <= room) return text;
   const clauses = clausesOf(text);
   const mark = utf8Bytes("…");
-  let best = "";
+  const bytes = clauses.map((c) => utf8Bytes(c));
+  // The terms (by index in the unit) each clause holds; a term split across clauses is missed.
+  const held = clauses.map((c) => {
+    const lower = c.toLowerCase();
+    const terms: number[] = [];
+    unit.terms.forEach((term, t) => {
+      if (lower.includes(term)) terms.push(t);
+    });
+    return terms;
+  });
+  let best: [number, number] | undefined;
   let bestWeight = -1;
+  const seen = new Uint32Array(unit.terms.length);
+  let stamp = 0;
   for (let i = 0; i < clauses.length; i++) {
-    let joined = "";
+    let size = i > 0 ? mark : 0;
+    let weight = 0;
+    stamp++;
     for (let j = i; j < clauses.length; j++) {
-      joined = joined ? `${joined} ${clauses[j] as string}` : (clauses[j] as string);
-      const candidate = `${i > 0 ? "…" : ""}${joined.replace(/[\s,;:—–-]+$/u, "")}${j < clauses.length - 1 ? "…" : ""}`;
-      const bytes = utf8Bytes(candidate);
-      if (bytes > room) break;
-      const weight = weightIn(unit, candidate.toLowerCase()) + bytes / 1e4;
-      if (weight > bestWeight) {
-        best = candidate;
-        bestWeight = weight;
+      size += (bytes[j] as number) + (j > i ? 1 : 0);
+      if (size + (j < clauses.length - 1 ? mark : 0) > room) break;
+      for (const t of held[j] as number[]) {
+        if (seen[t] === stamp) continue;
+        seen[t] = stamp;
+        weight += unit.weights[t] as number;
+      }
+      // Ties go to the longer run: more of what was said.
+      const score = weight + size / 1e4;
+      if (score > bestWeight) {
+        best = [i, j];
+        bestWeight = score;
       }
     }
   }
-  if (best) return best;
+  if (best) {
+    const [i, j] = best;
+    const run = clauses
+      .slice(i, j + 1)
+      .join(" ")
+      .replace(/[\s,;:—–-]+$/u, "");
+    return `${i > 0 ? "…" : ""}${run}${j < clauses.length - 1 ? "…" : ""}`;
+  }
   return room > mark ? shorten(text, room) : "";
 }
 
@@ -117,7 +135,11 @@ export function messageDigest(
       ? [...said.slice(0, HEAD_SENTENCES), ...said.slice(-TAIL_SENTENCES)]
       : said;
   const units: Unit[] = [];
+  const seen = new Set<string>();
   for (const [nth, sentence] of sentences.entries()) {
+    // A sentence said twice in one message is one unit.
+    if (seen.has(sentence)) continue;
+    seen.add(sentence);
     const full = makeUnit(who, at, nth, sentence, found);
     const text = tighten(full, sentence, UNIT_BYTES);
     if (!text) continue;
@@ -126,12 +148,21 @@ export function messageDigest(
   return { line, units: keepBest(units, DIGEST_UNITS), common: countsOf([units]) };
 }
 
-/** The `max` units of highest score (the earlier on a tie), in their order. */
+/**
+ * What a unit is worth keeping for a parent: its score per byte it would take in a line (with a
+ * head's and a separator's share), as a merge weighs it; a long sentence of many ordinary words
+ * does not push out a short one that decides something.
+ */
+function worth(unit: Unit): number {
+  return unit.score / (unit.bytes + 48);
+}
+
+/** The `max` units of highest worth (the earlier on a tie), in their order. */
 function keepBest(units: Unit[], max: number): Unit[] {
   if (units.length <= max) return units;
   const ranked = units
     .map((unit, i) => ({ unit, i }))
-    .sort((a, b) => b.unit.score - a.unit.score || a.i - b.i)
+    .sort((a, b) => worth(b.unit) - worth(a.unit) || a.i - b.i)
     .slice(0, max);
   return ranked.sort((a, b) => a.i - b.i).map((r) => r.unit);
 }
@@ -184,7 +215,7 @@ export function parentUnits(left: Unit[], right: Unit[], shown: ReadonlySet<Unit
   for (const half of [left, right]) {
     const ranked = half
       .filter((u) => !keep.has(u))
-      .sort((a, b) => b.score - a.score || a.at - b.at || a.nth - b.nth);
+      .sort((a, b) => worth(b) - worth(a) || a.at - b.at || a.nth - b.nth);
     let have = half.filter((u) => keep.has(u)).length;
     for (const unit of ranked) {
       if (have >= floor || keep.size >= DIGEST_UNITS) break;
@@ -194,7 +225,7 @@ export function parentUnits(left: Unit[], right: Unit[], shown: ReadonlySet<Unit
   }
   const rest = pool
     .filter((u) => !keep.has(u))
-    .sort((a, b) => b.score - a.score || a.at - b.at || a.nth - b.nth);
+    .sort((a, b) => worth(b) - worth(a) || a.at - b.at || a.nth - b.nth);
   for (const unit of rest) {
     if (keep.size >= DIGEST_UNITS) break;
     keep.add(unit);
