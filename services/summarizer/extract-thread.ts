@@ -6,14 +6,14 @@ import { runTask, type ExtractTask } from "./extract/work.ts";
 const port = parentPort;
 if (!port) throw new Error("extract-thread.ts runs as a worker thread of the summarizer's pool");
 
-port.on("message", ({ id, task }: { id: number; task: ExtractTask }) => {
-  try {
-    port.postMessage({ id, ok: true, result: runTask(task) });
-  } catch (err) {
-    port.postMessage({
-      id,
-      ok: false,
-      error: err instanceof Error ? (err.stack ?? err.message) : String(err),
-    });
-  }
+// A batch of tasks in, their answers out in one message, in the same order.
+port.on("message", ({ ids, tasks }: { ids: number[]; tasks: ExtractTask[] }) => {
+  const answers = tasks.map((task) => {
+    try {
+      return { ok: true, result: runTask(task) };
+    } catch (err) {
+      return { ok: false, error: err instanceof Error ? (err.stack ?? err.message) : String(err) };
+    }
+  });
+  port.postMessage({ ids, answers });
 });

@@ -6,8 +6,12 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { ExtractResult, ExtractTask } from "./extract/work.ts";
 
-/** Tasks sent to one thread before its first answer: hides the hand-over between them. */
-const PER_THREAD = 2;
+/**
+ * Tasks a thread is given at once, at most: the tasks asked for in one turn of the event loop go
+ * as one message and come back as one, so their results reach the host together (one burst of
+ * summaries per thread, not one per node) and the hand-over costs one message each way.
+ */
+const BATCH = 16;
 
 /**
  * The thread's module beside this one, in its language: `extract-thread.ts` when this runs as
@@ -74,8 +78,7 @@ export class PoolUnavailableError extends Error {
   override readonly name = "PoolUnavailableError";
 }
 
-type Answer =
-  { id: number; ok: true; result: ExtractResult } | { id: number; ok: false; error: string };
+type Answer = { ok: true; result: ExtractResult } | { ok: false; error: string };
 
 /**
  * A few worker threads running the extractive summarizer's tasks, so a long message or a merge
@@ -92,6 +95,7 @@ export class ExtractPool {
   #next = 0;
   #closed = false;
   #startFailures = 0;
+  #flushing = false;
   #unavailable: PoolUnavailableError | undefined;
 
   constructor(size: number, entry: URL = threadEntry()) {
@@ -122,7 +126,14 @@ export class ExtractPool {
       this.#queue.push(waiting);
       // Threads start with the first task: a process that never summarizes never starts one.
       while (this.#slots.length < this.size) this.#slots.push(this.#spawn());
-      this.#dispatch();
+      // What the rest of this turn asks for goes in the same batch.
+      if (!this.#flushing) {
+        this.#flushing = true;
+        setImmediate(() => {
+          this.#flushing = false;
+          this.#dispatch();
+        });
+      }
     });
   }
 
@@ -149,16 +160,19 @@ export class ExtractPool {
     });
     const slot: Slot = { worker, running: new Map(), answered: false };
     worker.unref();
-    worker.on("message", (answer: Answer) => {
+    worker.on("message", ({ ids, answers }: { ids: number[]; answers: Answer[] }) => {
       slot.answered = true;
       this.#startFailures = 0;
-      const waiting = slot.running.get(answer.id);
-      if (!waiting) return;
-      slot.running.delete(answer.id);
+      ids.forEach((id, i) => {
+        const waiting = slot.running.get(id);
+        const answer = answers[i];
+        if (!waiting || !answer) return;
+        slot.running.delete(id);
+        const settle = this.#settle(waiting);
+        if (answer.ok) settle.resolve(answer.result);
+        else settle.reject(new Error(`extractive summarizer thread: ${answer.error}`));
+      });
       if (slot.running.size === 0) worker.unref();
-      const settle = this.#settle(waiting);
-      if (answer.ok) settle.resolve(answer.result);
-      else settle.reject(new Error(`extractive summarizer thread: ${answer.error}`));
       this.#dispatch();
     });
     const fail = (err: Error) => {
@@ -191,16 +205,19 @@ export class ExtractPool {
     return slot;
   }
 
+  /** Idle threads each take a share of the queue, as one batch. */
   #dispatch(): void {
-    while (this.#queue.length > 0) {
-      let slot: Slot | undefined;
-      for (const s of this.#slots)
-        if (s.running.size < PER_THREAD && (!slot || s.running.size < slot.running.size)) slot = s;
-      if (!slot) return;
-      const waiting = this.#queue.shift() as Waiting;
-      if (slot.running.size === 0) slot.worker.ref();
-      slot.running.set(waiting.id, waiting);
-      slot.worker.postMessage({ id: waiting.id, task: waiting.task });
+    const idle = this.#slots.filter((slot) => slot.running.size === 0);
+    for (const [i, slot] of idle.entries()) {
+      if (this.#queue.length === 0) return;
+      const share = Math.min(BATCH, Math.ceil(this.#queue.length / (idle.length - i)));
+      const batch = this.#queue.splice(0, share);
+      slot.worker.ref();
+      for (const waiting of batch) slot.running.set(waiting.id, waiting);
+      slot.worker.postMessage({
+        ids: batch.map((w) => w.id),
+        tasks: batch.map((w) => w.task),
+      });
     }
   }
 
