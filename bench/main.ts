@@ -16,6 +16,7 @@ type Bench = () => Promise<Record<string, number>>;
 const benches: Record<string, () => Promise<Bench>> = {
   core: async () => (await import("./core.ts")).run,
   summarizer: async () => (await import("./summarizer.ts")).run,
+  fidelity: async () => (await import("./fidelity.ts")).run,
   cost: async () => (await import("./cost.ts")).run,
   e2e: async () => (await import("./e2e.ts")).run,
   replay: async () => (await import("./replay.ts")).run,

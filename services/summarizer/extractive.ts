@@ -1,117 +1,113 @@
-import { cutToBytes } from "../../shared/bytes.ts";
-import type { Message } from "../../shared/events.ts";
 import type { ContextLine, SummaryJob, SummaryResult, Summarizer } from "../../shared/jobs.ts";
-import { compose } from "./extract/compose.ts";
-import { findEntities, type Entity } from "./extract/entities.ts";
-import { lineIdeas, textIdeas, type Idea } from "./extract/segment.ts";
+import { DigestCache } from "./digests.ts";
+import type { Digest } from "./extract/digest.ts";
+import { readable } from "./extract/leaf.ts";
+import { mergeWork, runTask, type ExtractResult, type ExtractTask } from "./extract/work.ts";
+import { PoolUnavailableError, type ExtractPool } from "./pool.ts";
 import { noUsage, type UsageTotals } from "./usage.ts";
-import { describeStep, renderWho } from "./source.ts";
 
-// A line holds a few hundred bytes: reading past this much of a message only costs time. The
-// end is kept too, because that is where a long message says how it came out.
-const READ_HEAD = 48_000;
-const READ_TAIL = 16_000;
+export { extractLeaf } from "./extract/leaf.ts";
 
-function readable(text: string): string {
-  if (text.length <= READ_HEAD + READ_TAIL) return text;
-  let tailStart = text.length - READ_TAIL;
-  const code = text.charCodeAt(tailStart);
-  if (code >= 0xdc00 && code <= 0xdfff) tailStart++; // not half a surrogate pair
-  return `${cutToBytes(text, READ_HEAD)}\n\n${text.slice(tailStart)}`;
+/**
+ * Two adjacent lines in one, chosen from what they cover when their digests are given (the
+ * summarizer holds them for the nodes it built), else from the lines' own sentences.
+ */
+export function extractMerge(
+  left: ContextLine,
+  right: ContextLine,
+  line: number,
+  digests: { left?: Digest; right?: Digest } = {},
+): string {
+  return mergeWork({
+    kind: "merge",
+    left,
+    right,
+    line,
+    ...(digests.left ? { leftDigest: digests.left } : {}),
+    ...(digests.right ? { rightDigest: digests.right } : {}),
+  }).text;
 }
 
-// "Hi Bo, " says nothing the head `Ana → Bo:` does not.
-const GREETING =
-  /^(?:hi|hello|hey|dear|good (?:morning|afternoon|evening))\b[^,.!:?]{0,40}[,!:.]\s+/i;
-function dropGreeting(sentence: string): string {
-  return sentence.replace(GREETING, "");
-}
-
-function stepsNote(steps: readonly unknown[]): { full: string; short: string } {
-  const count = `${steps.length} step${steps.length === 1 ? "" : "s"}`;
-  const names = steps.map((step) => cutToBytes(describeStep(step), 60));
-  return { full: `${count}: ${names.join(", ")}`, short: count };
-}
-
-/** A message in one line of at most `line` bytes: who said it, then what matters most. */
-export function extractLeaf(message: Message, line: number): string {
-  const text = readable(message.text);
-  const steps = message.steps ?? [];
-  let ideas: Idea[] = textIdeas(text);
-  // A message that is only tool calls: its steps are what it said.
-  const stepsAreText = ideas.length === 0 && steps.length > 0;
-  if (stepsAreText) {
-    ideas = steps.map((step) => ({ head: "", turn: 0, sentences: [describeStep(step)] }));
-  }
-  if (ideas.length === 0) ideas = [{ head: "", turn: 0, sentences: [] }];
-  const head = `${cutToBytes(renderWho(message), Math.floor(line / 3))}: `;
-  const opening = (ideas[0]?.sentences ?? []).map((s, i) => (i === 0 ? dropGreeting(s) : s));
-  ideas[0] = { head, turn: 0, sentences: opening.filter((s) => s !== "") };
-  ideas = ideas.map((idea) => ({ ...idea, head }));
-  return compose({
-    ideas,
-    entities: findEntities(
-      stepsAreText ? ideas.map((i) => i.sentences.join(" ")).join("\n") : text,
-    ),
-    pinned: new Set([0]),
-    limit: line,
-    ...(steps.length > 0 && !stepsAreText ? { note: stepsNote(steps) } : {}),
-  });
-}
-
-// A clause said twice by the same speaker is worth one place in the line.
-function distinct(ideas: Idea[]): Idea[] {
-  const seen = new Set<string>();
-  return ideas.filter((idea) => {
-    const key = `${idea.head}\u0000${idea.sentences.join(" ")}`;
-    if (idea.sentences.length === 0 || !seen.has(key)) {
-      seen.add(key);
-      return true;
-    }
-    return false;
-  });
-}
-
-/** Two adjacent lines in one: both halves kept in order, each speaker's turns re-weighed. */
-export function extractMerge(left: ContextLine, right: ContextLine, line: number): string {
-  const a = lineIdeas(left.text);
-  const b = lineIdeas(right.text, a.turns);
-  // Items a child already listed were chosen once as worth keeping: they come first again.
-  const carried: Entity[] = [...a.carried, ...b.carried].map((text, i) => ({
-    text,
-    kind: "carried",
-    tier: 1,
-    at: -1e6 + i,
-  }));
-  const seen = new Set(carried.map((c) => c.text));
-  const found = findEntities(`${left.text} / ${right.text}`).filter((e) => !seen.has(e.text));
-  const ideas = distinct([...a.ideas, ...b.ideas]);
-  const opening = [a.ideas[0], b.ideas[0]].map((idea) => (idea ? ideas.indexOf(idea) : -1));
-  return compose({
-    ideas,
-    entities: [...carried, ...found],
-    pinned: new Set(opening.filter((i) => i >= 0)),
-    limit: line,
-  });
+export interface ExtractiveOptions {
+  /** Worker threads that do the work off the event loop; none (on the event loop) when absent. */
+  pool?: ExtractPool;
+  /** Bytes of digests held for nodes whose parent is not built yet (64 MiB by default). */
+  digestBytes?: number;
 }
 
 /**
- * The offline default: deterministic, no network, no model. It keeps what a reader cannot guess
- * back (who, names, numbers, ids, dates, paths) and the first sentence of each idea.
+ * The offline default: deterministic, no network, no model. A leaf keeps who said it, the
+ * opening and the exact tokens; a merge chooses among the sentences its two nodes cover (their
+ * digests), weighing rare terms, names, numbers, ids and dates, requests, decisions and outcomes.
  */
 export class ExtractiveSummarizer implements Summarizer {
   readonly name = "extractive";
+  readonly #digests: DigestCache;
+  readonly #pool: ExtractPool | undefined;
+  #inline = false;
+
+  constructor(options: ExtractiveOptions = {}) {
+    this.#digests = new DigestCache(options.digestBytes);
+    this.#pool = options.pool;
+  }
 
   /** Offline: no model calls, no tokens; here so metrics read every summarizer the same way. */
   usage(): UsageTotals {
     return noUsage();
   }
 
-  summarize(job: SummaryJob): Promise<SummaryResult> {
-    const text =
-      job.kind === "leaf"
-        ? extractLeaf(job.message, job.line)
-        : extractMerge(job.left, job.right, job.line);
-    return Promise.resolve({ text, calls: 0 });
+  /** Digests held now: how many and their approximate bytes. */
+  held(): { digests: number; bytes: number } {
+    return { digests: this.#digests.size, bytes: this.#digests.bytes };
+  }
+
+  async summarize(job: SummaryJob, signal?: AbortSignal): Promise<SummaryResult> {
+    const task = this.#taskOf(job);
+    const result: ExtractResult = this.#pool ? await this.#onPool(task, signal) : runTask(task);
+    this.#digests.put(job.thread, job.level, job.index, result.digest);
+    return { text: result.text, calls: 0 };
+  }
+
+  /** On the pool; on the event loop from the first time its threads cannot start. */
+  async #onPool(task: ExtractTask, signal: AbortSignal | undefined): Promise<ExtractResult> {
+    if (this.#pool && !this.#inline) {
+      try {
+        return await this.#pool.run(task, signal);
+      } catch (err) {
+        if (!(err instanceof PoolUnavailableError)) throw err;
+        this.#inline = true;
+        process.emitWarning(err.message, { code: "OUTLINE_SUMMARIZER_THREADS" });
+      }
+    }
+    return runTask(task);
+  }
+
+  /** Stops the worker threads, if any. */
+  async close(): Promise<void> {
+    await this.#pool?.close();
+  }
+
+  #taskOf(job: SummaryJob): ExtractTask {
+    if (job.kind === "leaf") {
+      const { from, to, text, steps } = job.message;
+      return {
+        kind: "leaf",
+        // Only what is read crosses to a worker thread: a huge paste is not copied whole.
+        message: { from, text: readable(text), ...(to ? { to } : {}), ...(steps ? { steps } : {}) },
+        position: job.message.position,
+        line: job.line,
+      };
+    }
+    const half = job.level - 1;
+    const leftDigest = this.#digests.take(job.thread, half, job.index * 2, job.left.text);
+    const rightDigest = this.#digests.take(job.thread, half, job.index * 2 + 1, job.right.text);
+    return {
+      kind: "merge",
+      left: { id: job.left.id, n: job.left.n, text: job.left.text },
+      right: { id: job.right.id, n: job.right.n, text: job.right.text },
+      line: job.line,
+      ...(leftDigest ? { leftDigest } : {}),
+      ...(rightDigest ? { rightDigest } : {}),
+    };
   }
 }

@@ -3,6 +3,7 @@ import type { Summarizer } from "../../shared/jobs.ts";
 import type { Settings } from "../../shared/settings.ts";
 import { ExtractiveSummarizer } from "./extractive.ts";
 import { OpenAISummarizer, type OpenAISummarizerOptions } from "./openai.ts";
+import { defaultThreads, ExtractPool, threadEntry } from "./pool.ts";
 import type { UsageTotals } from "./usage.ts";
 
 export { SummarizerError } from "./errors.ts";
@@ -52,6 +53,32 @@ function timeoutFrom(env: Env): number | undefined {
 }
 
 /**
+ * HISTORY_SUMMARIZER_THREADS: worker threads of the offline summarizer; 0 keeps it on the event
+ * loop. Unset: the cores but one, at least 1 and at most 4.
+ */
+function threadsFrom(env: Env): number {
+  const raw = env["HISTORY_SUMMARIZER_THREADS"]?.trim();
+  if (!raw) return defaultThreads();
+  if (!/^\d+$/.test(raw) || Number(raw) > 64) {
+    throw new SettingsError(
+      "HISTORY_SUMMARIZER_THREADS",
+      `'${raw}' is not a thread count; write 0 (on the event loop) to 64, e.g. HISTORY_SUMMARIZER_THREADS=2`,
+    );
+  }
+  return Number(raw);
+}
+
+/** The offline summarizer, on `threads` worker threads (none: on the event loop). */
+function extractive(threads: number): ExtractiveSummarizer {
+  if (threads === 0) return new ExtractiveSummarizer();
+  try {
+    return new ExtractiveSummarizer({ pool: new ExtractPool(threads, threadEntry()) });
+  } catch (err) {
+    throw new SettingsError("HISTORY_SUMMARIZER_THREADS", (err as Error).message);
+  }
+}
+
+/**
  * The summarizer HISTORY_SUMMARIZER names: `extractive` (offline), or `openai/<model>` at
  * OPENAI_BASE_URL with OPENAI_API_KEY. A setting that cannot work throws a SettingsError at start.
  */
@@ -61,7 +88,7 @@ export function createSummarizer(
   overrides: Partial<OpenAISummarizerOptions> = {},
 ): MeteredSummarizer {
   const chosen = settings.summarizer.trim();
-  if (chosen === "extractive") return new ExtractiveSummarizer();
+  if (chosen === "extractive") return extractive(threadsFrom(env));
   const model = /^openai\/(\S+)$/.exec(chosen)?.[1];
   if (model === undefined) {
     throw new SettingsError(

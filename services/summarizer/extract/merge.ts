@@ -1,0 +1,189 @@
+// A merged line chosen from the units its two children cover: the best unit of each half first
+// (both halves are always there), then, greedily, the unit that adds the most weight not yet in
+// the line per byte it costs, so a second sentence about the same thing loses to one about
+// something new. Terms most of the pool shares (the thread's topic) count less than rare ones.
+// Units are shown in the order said, each speaker's run under one head, turns joined by ` / `.
+import { cutToBytes, utf8Bytes } from "../../../shared/bytes.ts";
+import { tighten } from "./digest.ts";
+import type { TermCounts } from "./digest.ts";
+import type { Unit } from "./units.ts";
+
+/** Bytes every unit costs on top of its text when weighed (a head, a separator, a reader's eye). */
+const OVERHEAD = 48;
+/** A unit cut to fit keeps at least this share of its weight, or it is left out. */
+const KEEP_WHEN_CUT = 0.5;
+/** Smallest room worth cutting a unit into. */
+const MIN_ROOM = 32;
+/** Units a line tries to cut to fit (after the two openings). */
+const MAX_CUTS = 3;
+/** How much a cue (a request, decision, outcome, plan) raises what a unit's terms are worth. */
+const CUE_FACTOR = 0.5;
+interface Pick {
+  /** Index in the pool (the order said). */
+  at: number;
+  unit: Unit;
+  text: string;
+}
+
+function headOf(who: string, limit: number): string {
+  const max = Math.max(0, Math.floor(limit / 4) - 2);
+  const name = utf8Bytes(who) <= max ? who : cutToBytes(who, max).trim();
+  return name ? `${name}: ` : "";
+}
+
+/** Picks in the order said; a speaker's head opens each of their runs. */
+function render(picks: readonly Pick[], limit: number): string {
+  let out = "";
+  let who: string | undefined;
+  for (const pick of [...picks].sort((a, b) => a.at - b.at)) {
+    if (pick.unit.who !== who) {
+      out += `${out ? " / " : ""}${headOf(pick.unit.who, limit)}${pick.text}`;
+      who = pick.unit.who;
+    } else out += `${/[.!?…:]$/u.test(out) ? " " : "; "}${pick.text}`;
+  }
+  return out;
+}
+
+/** The merged line of at most `limit` bytes, and the units it shows. */
+export function composeMerge(
+  left: readonly Unit[],
+  right: readonly Unit[],
+  limit: number,
+  common: TermCounts = { terms: [], counts: [] },
+): { text: string; shown: Set<Unit> } {
+  // The same words by the same speaker (a line read back twice, a repeated message) once.
+  const seen = new Set<string>();
+  const pool: Unit[] = [];
+  const side: number[] = [];
+  for (const [s, half] of [left, right].entries()) {
+    for (const unit of half) {
+      const key = `${unit.who}\u0000${unit.text}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      pool.push(unit);
+      side.push(s);
+    }
+  }
+  // A term's weight falls with the number of covered messages that said it (1: full weight).
+  const said = new Map<string, number>();
+  for (const unit of pool) for (const term of unit.terms) said.set(term, (said.get(term) ?? 0) + 1);
+  common.terms.forEach((term, i) =>
+    said.set(term, Math.max(said.get(term) ?? 0, common.counts[i] ?? 0)),
+  );
+  // Per unit, once: what each term is worth here, and what the unit costs whole.
+  const worth = pool.map((unit) =>
+    unit.terms.map(
+      (term, i) => (unit.weights[i] as number) / (1 + Math.log(Math.max(1, said.get(term) ?? 1))),
+    ),
+  );
+  const cost = pool.map((unit) => unit.bytes + utf8Bytes(unit.who) + OVERHEAD);
+  const covered = new Set<string>();
+
+  /** What unit `at` adds to the line (cut to `text` when given). */
+  const gainOf = (at: number, text?: string): number => {
+    const unit = pool[at] as Unit;
+    const weights = worth[at] as number[];
+    const lower = text?.toLowerCase();
+    let sum = 0;
+    for (let i = 0; i < unit.terms.length; i++) {
+      const term = unit.terms[i] as string;
+      if (covered.has(term) || (lower !== undefined && !lower.includes(term))) continue;
+      sum += weights[i] as number;
+    }
+    const cue = lower !== undefined && text !== unit.text ? unit.cue / 2 : unit.cue;
+    return (
+      Math.min(sum, 12) * (1 + CUE_FACTOR * cue) +
+      (sum > 0 ? cue : cue / 4) +
+      (unit.nth === 0 ? 0.25 : 0)
+    );
+  };
+  const density = (at: number): number => gainOf(at) / (cost[at] as number);
+
+  const picks: Pick[] = [];
+  let text = "";
+  let textBytes = 0;
+  let cuts = 0;
+  const take = (at: number, unitText: string): boolean => {
+    const trial = [...picks, { at, unit: pool[at] as Unit, text: unitText }];
+    const rendered = render(trial, limit);
+    const bytes = utf8Bytes(rendered);
+    if (bytes > limit) return false;
+    picks.push(trial[trial.length - 1] as Pick);
+    text = rendered;
+    textBytes = bytes;
+    const lower = unitText.toLowerCase();
+    for (const term of (pool[at] as Unit).terms) if (lower.includes(term)) covered.add(term);
+    return true;
+  };
+  /** Whole if it fits, else cut to the room left when that keeps enough of its weight. */
+  const place = (at: number, share: number): boolean => {
+    const unit = pool[at] as Unit;
+    const head = utf8Bytes(headOf(unit.who, limit)) + 3;
+    if (unit.bytes <= share && textBytes + unit.bytes + 2 <= limit && take(at, unit.text))
+      return true;
+    const room = Math.min(share, limit - textBytes - head);
+    // Cutting costs more than taking whole: a few tries a line, and only into real room.
+    if (room < Math.min(MIN_ROOM, share) || cuts >= MAX_CUTS) return false;
+    cuts++;
+    const whole = gainOf(at);
+    const cut = tighten(unit, unit.text, room);
+    if (!cut || gainOf(at, cut) < whole * KEEP_WHEN_CUT) return false;
+    return take(at, cut);
+  };
+
+  const out = new Set<number>();
+  // The best unit of each half, each within half the line, so both halves are represented.
+  for (const s of [0, 1]) {
+    let best = -1;
+    let bestDensity = -1;
+    for (let i = 0; i < pool.length; i++) {
+      if (side[i] !== s) continue;
+      const d = density(i);
+      if (d > bestDensity) {
+        best = i;
+        bestDensity = d;
+      }
+    }
+    if (best < 0) continue;
+    out.add(best);
+    const share = Math.floor(limit / 2) - utf8Bytes(headOf((pool[best] as Unit).who, limit)) - 3;
+    if (!place(best, share)) {
+      const cut = shortFor(pool[best] as Unit, share);
+      if (cut) take(best, cut);
+    }
+  }
+  // Then whatever adds the most per byte, until nothing more fits. A unit's gain only falls as
+  // the line covers more terms, so a bound from an earlier round is checked before it is trusted.
+  const bound = pool.map((_, i) => (out.has(i) ? -1 : density(i)));
+  for (;;) {
+    if (
+      limit - textBytes < MIN_ROOM &&
+      pool.every((u, i) => out.has(i) || u.bytes + 2 > limit - textBytes)
+    )
+      break;
+    let best = -1;
+    for (let i = 0; i < pool.length; i++)
+      if (!out.has(i) && (best < 0 || (bound[i] as number) > (bound[best] as number))) best = i;
+    if (best < 0 || (bound[best] as number) <= 0) break;
+    const now = density(best);
+    let next = 0;
+    for (let i = 0; i < pool.length; i++)
+      if (i !== best && !out.has(i)) next = Math.max(next, bound[i] as number);
+    if (now < next) {
+      bound[best] = now;
+      continue;
+    }
+    out.add(best);
+    if (now > 0) place(best, limit);
+  }
+  if (picks.length === 0 && pool.length > 0) {
+    const unit = pool[0] as Unit;
+    const cut = shortFor(unit, limit - utf8Bytes(headOf(unit.who, limit)));
+    if (cut) take(0, cut);
+  }
+  return { text: cutToBytes(text, limit), shown: new Set(picks.map((p) => p.unit)) };
+}
+
+function shortFor(unit: Unit, room: number): string {
+  return room > 0 ? tighten(unit, unit.text, room) : "";
+}

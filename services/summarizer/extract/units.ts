@@ -1,0 +1,145 @@
+// A unit is one sentence someone said, with what makes it worth a place in a line: the terms it
+// carries (exact tokens first, then words everyday English does not use) and whether it asks,
+// decides or reports an outcome. Merges choose among units, never among fragments of a line.
+import { utf8Bytes } from "../../../shared/bytes.ts";
+import { findEntities, type Entity, type EntityKind } from "./entities.ts";
+import { COMMON_WORDS } from "./lexicon.ts";
+import { splitSentences } from "./segment.ts";
+
+export interface Unit {
+  /** Who said it: the message's author (a merged line names the speaker, not the addressee). */
+  who: string;
+  /** Position of the message it comes from (estimated for a unit read back from a line). */
+  at: number;
+  /** Its place in the message: 0 is the opening. */
+  nth: number;
+  text: string;
+  /** UTF-8 bytes of `text`. */
+  bytes: number;
+  /** Worth on its own: its terms' weights and its cues. */
+  score: number;
+  /** Cue weight alone (request, decision, outcome, preference, change of mind). */
+  cue: number;
+  /** Lower-case terms and their weights, in the order they come. */
+  terms: string[];
+  weights: number[];
+}
+
+/** What an exact token is worth against a plain rare word (1). */
+const KIND_WEIGHT: Record<EntityKind, number> = {
+  carried: 3,
+  url: 3,
+  email: 3,
+  path: 3,
+  id: 3,
+  date: 3,
+  number: 2.5,
+  name: 2.5,
+};
+
+// Words that say a sentence asks, decides, reports how something came out, states a lasting
+// preference or takes back what was said before: what a reader of a summary needs most.
+const CUES: [RegExp, number][] = [
+  [
+    /\b(?:decided|decision|decide on|going with|go with|settled|agreed|final (?:answer|call|decision)|finali[sz]ed|confirmed|booked|signed|approved|chose|picked|we'll use|switch(?:ed|ing)? to|will be (?:in|on|at)|it's \w+ for)\b/i,
+    2,
+  ],
+  [
+    /\b(?:change of plans?|changed (?:my|our) minds?|scratch|instead|no longer|not anymore|moves? to|moved to|rescheduled|postponed|cancell?ed)\b|\bactually,/i,
+    2,
+  ],
+  // Plans: what is to happen, and when.
+  [/\b(?:let's|we'll|we will|going to be|scheduled|planned for|due on|is on|are on)\b/i, 1],
+  [
+    /^(?:can|could|would|will) you\b|\b(?:please|i need|we need|need you to|make sure|remind me|deadline|due (?:by|on))\b/i,
+    1.5,
+  ],
+  [
+    /\b(?:done|fixed|resolved|shipped|launched|released|failed|broke|succeeded|completed|finished|works now|is live|went live|rolled back|approved)\b/i,
+    1.5,
+  ],
+  [
+    /\b(?:prefers?|always|never|allergic|favou?rite|can't stand|hates?|loves?|vegetarian|vegan)\b/i,
+    1.5,
+  ],
+];
+
+const BARE_NUMBER_WEIGHT = 1.5;
+const WORD = /[\p{L}][\p{L}\p{N}'’-]*/gu;
+const MAX_TERM_WEIGHT = 12;
+
+/**
+ * The terms of a sentence: exact tokens (names, numbers, ids, dates…) and rare words. `found`:
+ * the entities of the whole text the sentence comes from, found once (those it holds are its
+ * own); else they are looked for in the sentence.
+ */
+export function termsOf(
+  text: string,
+  found?: readonly Entity[],
+): { terms: string[]; weights: number[] } {
+  const terms: string[] = [];
+  const weights: number[] = [];
+  const seen = new Set<string>();
+  const entities = found ? found.filter((e) => text.includes(e.text)) : findEntities(text);
+  for (const entity of entities) {
+    const key = entity.text.toLowerCase();
+    if (seen.has(key)) continue;
+    seen.add(key);
+    // A name's words count on their own too, so "Porto" matches "Porto" inside "Porto Alegre".
+    terms.push(key);
+    // A bare count ("278 of them") says less than an amount, a size or a share.
+    const bare = entity.kind === "number" && /^\d+$/.test(entity.text);
+    weights.push(bare ? BARE_NUMBER_WEIGHT : KIND_WEIGHT[entity.kind]);
+    if (entity.kind === "name") for (const part of key.split(" ")) seen.add(part);
+  }
+  for (const match of text.matchAll(WORD)) {
+    const word = match[0].toLowerCase().replace(/['’]s$/u, "");
+    if (word.length < 3 || seen.has(word) || COMMON_WORDS.has(word)) continue;
+    seen.add(word);
+    terms.push(word);
+    weights.push(word.length >= 8 ? 1.25 : 1);
+  }
+  return { terms, weights };
+}
+
+export function cueOf(text: string): number {
+  let cue = 0;
+  for (const [pattern, weight] of CUES) if (pattern.test(text)) cue += weight;
+  return Math.min(cue, 4);
+}
+
+/** A unit of `text` as `who` said it in message `at`, its `nth` sentence. */
+export function makeUnit(
+  who: string,
+  at: number,
+  nth: number,
+  text: string,
+  found?: readonly Entity[],
+): Unit {
+  const { terms, weights } = termsOf(text, found);
+  const cue = cueOf(text);
+  let sum = 0;
+  for (const w of weights) sum += w;
+  // A short acknowledgement carries no term: it scores nothing and is chosen last, if ever.
+  const score = Math.min(sum, MAX_TERM_WEIGHT) + (terms.length > 0 ? cue : cue / 4);
+  const bytes = utf8Bytes(text);
+  return { who, at, nth, text, bytes, score: score + (nth === 0 ? 0.25 : 0), cue, terms, weights };
+}
+
+// Where a long sentence may be cut into clauses that still read: after a comma, semicolon,
+// colon or dash, or before a conjunction that opens a new clause.
+const CLAUSE =
+  /(?<=[,;:])\s+|\s+(?=[—–]\s)|\s+(?=(?:and|but|so|because|which|while|although|though|after|before|since|unless|until|then)\s)/giu;
+
+/** A sentence's clauses, in order; joined with single spaces they give the sentence back. */
+export function clausesOf(text: string): string[] {
+  return text
+    .split(CLAUSE)
+    .map((c) => c.trim())
+    .filter((c) => c.length > 0);
+}
+
+/** Sentences of a piece of a line, clauses split on semicolons (a line joins clauses so). */
+export function lineSentences(body: string): string[] {
+  return splitSentences(body, true);
+}

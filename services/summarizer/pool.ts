@@ -1,0 +1,233 @@
+import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { availableParallelism } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { ExtractResult, ExtractTask } from "./extract/work.ts";
+
+/**
+ * Tasks a thread is given at once, at most: the tasks asked for in one turn of the event loop go
+ * as one message and come back as one, so their results reach the host together (one burst of
+ * summaries per thread, not one per node) and the hand-over costs one message each way.
+ */
+const BATCH = 16;
+
+/**
+ * The thread's module beside this one, in its language: `extract-thread.ts` when this runs as
+ * TypeScript (tsx, vitest), `extract-thread.js` when the services are compiled (a build must emit
+ * it next to the module that holds this code: a bundle's own file, say).
+ */
+export function threadEntry(from: string = import.meta.url): URL {
+  const ext = /\.[cm]?[jt]s$/.exec(new URL(from).pathname)?.[0] ?? ".js";
+  return new URL(`./extract-thread${ext}`, from);
+}
+
+/**
+ * What a thread needs to load `entry`: nothing for compiled JavaScript; for a `.ts` entry (tsx,
+ * vitest) tsx's ESM API, registered in the thread before the entry is imported. (Node 20 loads a
+ * worker's own entry file before an `--import` hook in its execArgv takes effect, so a `.ts`
+ * entry cannot be the worker's file: a bootstrap imports it.)
+ */
+export function tsxApiFor(entry: URL): string | undefined {
+  if (!entry.pathname.endsWith(".ts")) return undefined;
+  const require = createRequire(import.meta.url);
+  const manifest = require.resolve("tsx/package.json");
+  const pkg = JSON.parse(readFileSync(manifest, "utf8")) as {
+    exports: Record<string, { import: { default: string } }>;
+  };
+  const api = pkg.exports["./esm/api"]?.import.default;
+  if (!api) throw new Error(`tsx at ${manifest} has no ESM API to load ${entry.pathname} with`);
+  return pathToFileURL(join(dirname(manifest), api)).href;
+}
+
+// The thread's first code: registers tsx when asked, then imports the entry. CommonJS, as code
+// given to `new Worker(…, { eval: true })` runs.
+const BOOTSTRAP = `const { workerData } = require("node:worker_threads");
+(async () => {
+  if (workerData.tsx) (await import(workerData.tsx)).register();
+  await import(workerData.entry);
+})().catch((err) => { setImmediate(() => { throw err; }); });`;
+
+/** Threads for the offline summarizer: the cores but one (the event loop's), at least 1, at most 4. */
+export function defaultThreads(cores = availableParallelism()): number {
+  return Math.max(1, Math.min(4, cores - 1));
+}
+
+interface Waiting {
+  id: number;
+  task: ExtractTask;
+  resolve(result: ExtractResult): void;
+  reject(err: Error): void;
+  signal: AbortSignal | undefined;
+  onAbort?: () => void;
+}
+
+interface Slot {
+  worker: Worker;
+  running: Map<number, Waiting>;
+  /** It has answered a task: it started. */
+  answered: boolean;
+}
+
+/** Threads that die before their first answer, in a row, before the pool gives up. */
+const START_FAILURES = 3;
+
+/** The threads cannot start (a missing or broken entry): the work belongs on the event loop. */
+export class PoolUnavailableError extends Error {
+  override readonly name = "PoolUnavailableError";
+}
+
+type Answer = { ok: true; result: ExtractResult } | { ok: false; error: string };
+
+/**
+ * A few worker threads running the extractive summarizer's tasks, so a long message or a merge
+ * never holds the event loop that handles the thread worker's events. Tasks go to the thread with
+ * the fewest in hand; a thread that dies fails its tasks (the job retries) and is replaced.
+ * Threads start with the first task, and idle ones do not keep the process alive.
+ */
+export class ExtractPool {
+  readonly size: number;
+  readonly #entry: URL;
+  readonly #tsx: string | undefined;
+  readonly #slots: Slot[] = [];
+  readonly #queue: Waiting[] = [];
+  #next = 0;
+  #closed = false;
+  #startFailures = 0;
+  #flushing = false;
+  #unavailable: PoolUnavailableError | undefined;
+
+  constructor(size: number, entry: URL = threadEntry()) {
+    if (!existsSync(fileURLToPath(entry))) {
+      throw new Error(
+        `the summarizer's thread entry ${fileURLToPath(entry)} is missing; a build must emit it beside the summarizer (or set HISTORY_SUMMARIZER_THREADS=0 to summarize on the event loop)`,
+      );
+    }
+    this.size = Math.max(1, Math.floor(size));
+    this.#entry = entry;
+    this.#tsx = tsxApiFor(entry);
+  }
+
+  run(task: ExtractTask, signal?: AbortSignal): Promise<ExtractResult> {
+    if (this.#unavailable) return Promise.reject(this.#unavailable);
+    if (this.#closed) return Promise.reject(new Error("the summarizer's threads are closed"));
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    return new Promise<ExtractResult>((resolve, reject) => {
+      const waiting: Waiting = { id: this.#next++, task, resolve, reject, signal };
+      if (signal) {
+        waiting.onAbort = () => {
+          const at = this.#queue.indexOf(waiting);
+          if (at >= 0) this.#queue.splice(at, 1);
+          reject(abortError(signal));
+        };
+        signal.addEventListener("abort", waiting.onAbort, { once: true });
+      }
+      this.#queue.push(waiting);
+      // Threads start with the first task: a process that never summarizes never starts one.
+      while (this.#slots.length < this.size) this.#slots.push(this.#spawn());
+      // What the rest of this turn asks for goes in the same batch.
+      if (!this.#flushing) {
+        this.#flushing = true;
+        setImmediate(() => {
+          this.#flushing = false;
+          this.#dispatch();
+        });
+      }
+    });
+  }
+
+  /** Ends every thread; tasks not answered yet fail. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const error = new Error("the summarizer's threads were closed");
+    for (const waiting of this.#queue.splice(0)) this.#settle(waiting).reject(error);
+    await Promise.all(
+      this.#slots.map(async (slot) => {
+        for (const waiting of slot.running.values()) this.#settle(waiting).reject(error);
+        slot.running.clear();
+        await slot.worker.terminate();
+      }),
+    );
+  }
+
+  #spawn(): Slot {
+    const worker = new Worker(BOOTSTRAP, {
+      eval: true,
+      // The process's flags (tsx's, vitest's) are not the thread's: it loads what it is told.
+      execArgv: [],
+      workerData: { entry: this.#entry.href, tsx: this.#tsx },
+    });
+    const slot: Slot = { worker, running: new Map(), answered: false };
+    worker.unref();
+    worker.on("message", ({ ids, answers }: { ids: number[]; answers: Answer[] }) => {
+      slot.answered = true;
+      this.#startFailures = 0;
+      ids.forEach((id, i) => {
+        const waiting = slot.running.get(id);
+        const answer = answers[i];
+        if (!waiting || !answer) return;
+        slot.running.delete(id);
+        const settle = this.#settle(waiting);
+        if (answer.ok) settle.resolve(answer.result);
+        else settle.reject(new Error(`extractive summarizer thread: ${answer.error}`));
+      });
+      if (slot.running.size === 0) worker.unref();
+      this.#dispatch();
+    });
+    const fail = (err: Error) => {
+      const at = this.#slots.indexOf(slot);
+      if (at < 0) return;
+      if (!slot.answered && ++this.#startFailures >= START_FAILURES) {
+        this.#unavailable = new PoolUnavailableError(
+          `the summarizer's threads cannot start (${err.message}); summarizing on the event loop`,
+        );
+      }
+      const failed = [...slot.running.values()];
+      slot.running.clear();
+      if (this.#unavailable) {
+        this.#slots.splice(at, 1);
+        failed.push(...this.#queue.splice(0));
+        for (const waiting of failed) this.#settle(waiting).reject(this.#unavailable);
+        return;
+      }
+      // A thread that never started did not fail its tasks: they wait for the next one.
+      if (slot.answered) for (const waiting of failed) this.#settle(waiting).reject(err);
+      else this.#queue.unshift(...failed);
+      if (this.#closed) return;
+      this.#slots[at] = this.#spawn();
+      this.#dispatch();
+    };
+    worker.on("error", fail);
+    worker.on("exit", (code) => {
+      if (!this.#closed) fail(new Error(`the summarizer's thread exited with code ${code}`));
+    });
+    return slot;
+  }
+
+  /** Idle threads each take a share of the queue, as one batch. */
+  #dispatch(): void {
+    const idle = this.#slots.filter((slot) => slot.running.size === 0);
+    for (const [i, slot] of idle.entries()) {
+      if (this.#queue.length === 0) return;
+      const share = Math.min(BATCH, Math.ceil(this.#queue.length / (idle.length - i)));
+      const batch = this.#queue.splice(0, share);
+      slot.worker.ref();
+      for (const waiting of batch) slot.running.set(waiting.id, waiting);
+      slot.worker.postMessage({
+        ids: batch.map((w) => w.id),
+        tasks: batch.map((w) => w.task),
+      });
+    }
+  }
+
+  /** The task's callbacks, its abort listener removed. */
+  #settle(waiting: Waiting): Pick<Waiting, "resolve" | "reject"> {
+    if (waiting.onAbort) waiting.signal?.removeEventListener("abort", waiting.onAbort);
+    return waiting;
+  }
+}
+
+function abortError(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new Error("aborted");
+}
