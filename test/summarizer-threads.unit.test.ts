@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
@@ -26,6 +26,12 @@ import {
 import { multiSession } from "../bench/support/sessions.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
+/** node_modules/.cache, which a fresh `npm ci` does not create. */
+function cacheDir(): string {
+  const dir = join(ROOT, "node_modules", ".cache");
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
 
 /** Every node a conversation builds, by name, summarized by `summarize` as the core asks. */
 async function nodesOf(
@@ -124,7 +130,7 @@ describe("the extractive summarizer in worker threads", () => {
   });
 
   it("summarizes on the event loop when its threads cannot start", async () => {
-    const dir = mkdtempSync(join(ROOT, "node_modules", ".cache", "outline-broken-"));
+    const dir = mkdtempSync(join(cacheDir(), "outline-broken-"));
     try {
       const entry = pathToFileURL(join(dir, "extract-thread.js"));
       writeFileSync(entry, `throw new Error("this entry is broken");\n`);
@@ -160,7 +166,7 @@ describe("the extractive summarizer in worker threads", () => {
 
   it("runs compiled to JavaScript, with no loader, the entry beside the compiled pool", async () => {
     // Inside the repository, so the compiled files resolve its node_modules.
-    const out = mkdtempSync(join(ROOT, "node_modules", ".cache", "outline-compiled-"));
+    const out = mkdtempSync(join(cacheDir(), "outline-compiled-"));
     try {
       execFileSync(
         process.execPath,
