@@ -9,7 +9,7 @@ import { groupJobs } from "../shared/groups.ts";
 import type { SummaryGroup, SummaryJob } from "../shared/jobs.ts";
 import { nodeId, nodeSize } from "../shared/names.ts";
 import { buildOpenAIPrompt, wholeMessage, type OpenAIMessage } from "../shared/prompt.ts";
-import { jobFor } from "../shared/context.ts";
+import { jobFor } from "../shared/job-view.ts";
 import { DEFAULT_SETTINGS } from "../shared/settings.ts";
 import {
   appendMessage,

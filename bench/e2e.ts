@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 import { NAME_VARIABLES, type InfraNames } from "../services/config/names.ts";
 import { subjects } from "../services/nats/subjects.ts";
-import { M } from "../services/thread-worker/metrics.ts";
+import { METRIC } from "../services/thread-worker/metrics.ts";
 import { workerMetricsSubject } from "../services/thread-worker/worker.ts";
 import { BENCH_CONFIG_FILE } from "./support/bench-config.ts";
 import { BenchChild, cpuSecondsOf } from "./support/child.ts";
@@ -184,9 +184,9 @@ async function ours(
     );
     const perMessage = (
       [
-        ["gap reads", M.gapReads],
-        ["state saves", M.stateSaves],
-        ["snapshot writes", M.snapshotWrites],
+        ["gap reads", METRIC.gapReads],
+        ["state saves", METRIC.stateSaves],
+        ["snapshot writes", METRIC.snapshotWrites],
       ] as const
     )
       .map(([what, name]) => `${(sampleSum(metrics, name) / MESSAGES).toFixed(2)} ${what}`)
@@ -194,7 +194,7 @@ async function ours(
     return {
       ms,
       // Summary jobs that went to the summarizer (not rebuilt from HISTORY or free).
-      calls: sampleSum(metrics, M.summaries, 'source="model"'),
+      calls: sampleSum(metrics, METRIC.summaries, 'source="model"'),
       perMessage,
       benchCpuMs: (cpu.user + cpu.system) / 1_000,
       childCpuMs,

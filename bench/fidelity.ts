@@ -7,7 +7,7 @@
 // it was before issue 19 (read from git at BENCH_EXTRACTIVE_BASE), and today's.
 import { performance } from "node:perf_hooks";
 import { cutToBytes, utf8Bytes } from "../shared/bytes.ts";
-import { jobFor } from "../shared/context.ts";
+import { jobFor } from "../shared/job-view.ts";
 import type { Message } from "../shared/events.ts";
 import type { SummaryJob } from "../shared/jobs.ts";
 import { DEFAULT_SETTINGS, type CoreSettings } from "../shared/settings.ts";

@@ -11,7 +11,7 @@ import type { OutlineSnapshot } from "../shared/snapshot.ts";
 import { DEFAULT_SETTINGS } from "../shared/settings.ts";
 import { subjects } from "../services/nats/subjects.ts";
 import { consoleLogger, quietLogger } from "../services/thread-worker/log.ts";
-import { M } from "../services/thread-worker/metrics.ts";
+import { METRIC } from "../services/thread-worker/metrics.ts";
 import { startThreadWorker } from "../services/thread-worker/worker.ts";
 import { InstantSummarizer } from "./support/instant.ts";
 import { perSecond, publishAll, roundRobin } from "./support/load.ts";
@@ -112,10 +112,10 @@ async function oneLongThread(server: BenchServer): Promise<Record<string, number
   figures["scale.one_thread_msgs_per_sec"] = perSecond(MESSAGES, performance.now() - started);
   // The writes behind each message: the actor state (whole outline and nodes) and the snapshot.
   figures["scale.state_saves_per_message"] = Number(
-    (worker.metrics.get(M.stateSaves) / MESSAGES).toFixed(3),
+    (worker.metrics.get(METRIC.stateSaves) / MESSAGES).toFixed(3),
   );
   figures["scale.snapshot_writes_per_message"] = Number(
-    (worker.metrics.get(M.snapshotWrites) / MESSAGES).toFixed(3),
+    (worker.metrics.get(METRIC.snapshotWrites) / MESSAGES).toFixed(3),
   );
   console.log(
     `  ${figures["scale.state_saves_per_message"]} state saves and ${figures["scale.snapshot_writes_per_message"]} snapshot writes per message`,

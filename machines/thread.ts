@@ -1,5 +1,5 @@
 import { assign, setup } from "xstate";
-import { lazyJobFor } from "../shared/context.ts";
+import { lazyJobFor } from "../shared/job-view.ts";
 import type { Message } from "../shared/events.ts";
 import type { SummaryJob } from "../shared/jobs.ts";
 import type { NodeRef } from "../shared/names.ts";

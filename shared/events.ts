@@ -40,7 +40,7 @@ export const threadDeletedSchema = z.object({
   thread: threadIdSchema,
   at: isoTime,
 });
-export type ThreadDeleted = z.infer<typeof threadDeletedSchema>;
+export type ThreadDeletedBody = z.infer<typeof threadDeletedSchema>;
 
 /** Turns zod issues into one sentence a person can act on. */
 export function describeIssues(error: z.ZodError): string {

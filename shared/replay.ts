@@ -1,4 +1,4 @@
-import { jobFor } from "./context.ts";
+import { jobFor } from "./job-view.ts";
 import type { SummaryJob } from "./jobs.ts";
 import {
   answerWanted,

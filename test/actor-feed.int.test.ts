@@ -3,11 +3,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { threadMachine } from "../machines/thread.ts";
 import { actorFeedSubjects, type ActorTransition } from "../services/nats/actor-feed.ts";
 import { actorStates } from "../services/prompt-builder/explorer/actors.ts";
-import {
-  stateName,
-  startActorFeed,
-  KEPT_TRANSITIONS,
-} from "../services/thread-worker/actor-feed.ts";
+import { startActorFeed, KEPT_TRANSITIONS } from "../services/thread-worker/actor-feed.ts";
+import { stateName } from "../machines/state-name.ts";
 import { parseSettings } from "../shared/settings.ts";
 import { makeMessage } from "./support/conversation.ts";
 import { chatMessage, publishMessage, waitFor, waitSettled } from "./support/thread-worker.ts";

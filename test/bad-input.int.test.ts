@@ -5,7 +5,7 @@ import type { Message } from "../shared/events.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { DEAD_LETTER_HEADERS, ensureTopology } from "../services/nats/topology.ts";
 import { quietLogger } from "../services/thread-worker/log.ts";
-import { M } from "../services/thread-worker/metrics.ts";
+import { METRIC } from "../services/thread-worker/metrics.ts";
 import { startThreadWorker, type ThreadWorker } from "../services/thread-worker/worker.ts";
 import {
   chatMessage,
@@ -189,7 +189,7 @@ describe("bad input corpus (test/fixtures/bad-events.json)", () => {
     // Deleted threads answer nothing; nothing crashed.
     expect(await readSnapshot(h, "gone")).toBeNull();
     expect(await readSnapshot(h, "never")).toBeNull();
-    expect(worker.metrics.get(M.threadErrors)).toBe(0);
+    expect(worker.metrics.get(METRIC.threadErrors)).toBe(0);
   });
 
   it("narrow stream: subjects outside `<prefix>.*.message.created|thread.deleted` are refused at publish", async () => {

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { mostDuePair } from "../shared/batch.ts";
 import { utf8Bytes } from "../shared/bytes.ts";
-import { jobFor } from "../shared/context.ts";
+import { jobFor } from "../shared/job-view.ts";
 import { nodeId, nodeSize } from "../shared/names.ts";
 import { buildOpenAIPrompt } from "../shared/prompt.ts";
 import { replayLog } from "../shared/replay.ts";

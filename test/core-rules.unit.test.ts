@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { dueScore, mostDuePair, runBatch, toLine, type Line } from "../shared/batch.ts";
-import { jobFor } from "../shared/context.ts";
+import { jobFor } from "../shared/job-view.ts";
 import type { Message } from "../shared/events.ts";
 import { lineName, type NodeRef } from "../shared/names.ts";
 import { answerAll, answerByRef } from "../shared/replay.ts";

@@ -15,7 +15,7 @@ import { mostDuePair, runBatch, toLine, type Line } from "../shared/batch.ts";
 import { utf8Bytes } from "../shared/bytes.ts";
 import { lineBytes, renderLine } from "../shared/render.ts";
 import { estimateTextTokens } from "../shared/tokens.ts";
-import { jobFor } from "../shared/context.ts";
+import { jobFor } from "../shared/job-view.ts";
 import type { NodeRef } from "../shared/names.ts";
 import type { BuiltNode } from "../shared/nodes.ts";
 import { fakeSummary, makeMessage, settingsArb, textArb } from "./support/conversation.ts";

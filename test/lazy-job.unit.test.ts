@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { jobFor, lazyJobFor } from "../shared/context.ts";
+import { jobFor, lazyJobFor } from "../shared/job-view.ts";
 import type { CoreSettings } from "../shared/settings.ts";
 import { appendMessage, initialThreadState, summaryBuilt, takeJobs } from "../shared/thread.ts";
 import { fakeSummary, makeMessage } from "./support/conversation.ts";

@@ -6,7 +6,7 @@ import {
   OrderedReadError,
   readInOrder,
   type OrderedReadOptions,
-  type StoredMessage,
+  type RawMessage,
 } from "../services/nats/ordered-read.ts";
 import { workerScope } from "./support/worker-scope.ts";
 
@@ -54,8 +54,8 @@ async function textsRead(
 async function readWhole(
   at: { nc: NatsConnection; jsm: JetStreamManager; name: string },
   options: OrderedReadOptions,
-): Promise<{ total: number; read: StoredMessage[] }> {
-  const read: StoredMessage[] = [];
+): Promise<{ total: number; read: RawMessage[] }> {
+  const read: RawMessage[] = [];
   let total = -1;
   await readInOrder(
     at.nc,
@@ -68,7 +68,7 @@ async function readWhole(
   return { total, read };
 }
 
-const texts = (read: StoredMessage[]) => read.map((m) => decoder.decode(m.data));
+const texts = (read: RawMessage[]) => read.map((m) => decoder.decode(m.data));
 const expected = (from: number, to: number, step = 1) =>
   Array.from({ length: Math.ceil((to - from) / step) }, (_, k) => `m${from + k * step}`);
 

@@ -6,7 +6,7 @@ import { parseNames } from "../services/config/names.ts";
 import { run, type ReplayDeps } from "../services/cli/replay/run.ts";
 import { subjects } from "../services/nats/subjects.ts";
 import { ensureTopology } from "../services/nats/topology.ts";
-import { jobFor } from "../shared/context.ts";
+import { jobFor } from "../shared/job-view.ts";
 import type { SummaryEvent } from "../shared/history.ts";
 import type { Summarizer } from "../shared/jobs.ts";
 import type { BuiltNode } from "../shared/nodes.ts";

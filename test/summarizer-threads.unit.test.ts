@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { jobFor } from "../shared/context.ts";
+import { jobFor } from "../shared/job-view.ts";
 import { SettingsError } from "../shared/errors.ts";
 import type { Message } from "../shared/events.ts";
 import type { SummaryJob } from "../shared/jobs.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { M } from "../services/thread-worker/metrics.ts";
+import { METRIC } from "../services/thread-worker/metrics.ts";
 import { chatMessage, publishMessage, readSnapshot, waitFor } from "./support/thread-worker.ts";
 import { workerScope } from "./support/worker-scope.ts";
 
@@ -33,9 +33,9 @@ describe("thread worker: caught up", () => {
     );
     // Well before the linger would have run out for the events of the first burst.
     expect(Date.now() - started).toBeLessThan(lingerMs - 500);
-    expect(worker.metrics.get(M.events, { kind: "message" })).toBe(120);
+    expect(worker.metrics.get(METRIC.events, { kind: "message" })).toBe(120);
     // Still coalesced: far fewer saves than events.
-    expect(worker.metrics.get(M.stateSaves)).toBeLessThan(60);
+    expect(worker.metrics.get(METRIC.stateSaves)).toBeLessThan(60);
   });
 
   it("crowded (near the consumer's max_ack_pending), events linger less: a backlog does not stall a whole linger per window of deliveries", async () => {
@@ -66,7 +66,7 @@ describe("thread worker: caught up", () => {
     // Two windows waiting a whole linger each would take 6 s; at the consumer's limit they wait
     // none of it.
     expect(Date.now() - started).toBeLessThan(2 * lingerMs - 1_000);
-    expect(worker.metrics.get(M.events, { kind: "message" })).toBe(180);
-    expect(worker.metrics.get(M.stateSaves)).toBeLessThan(20);
+    expect(worker.metrics.get(METRIC.events, { kind: "message" })).toBe(180);
+    expect(worker.metrics.get(METRIC.stateSaves)).toBeLessThan(20);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { SummaryJob } from "../shared/jobs.ts";
 import { SummarizerError } from "../services/summarizer/errors.ts";
-import { M } from "../services/thread-worker/metrics.ts";
+import { METRIC } from "../services/thread-worker/metrics.ts";
 import {
   chatMessage,
   expectedSnapshot,
@@ -62,8 +62,8 @@ describe("thread worker, nodes the summarizer refuses", () => {
     await waitSettled(h, [thread], 20_000);
     expect(Date.now() - refusedAt).toBeGreaterThanOrEqual(shortest - 50);
     expect(summarizer.calls).toBeGreaterThan(callsWhilePassive);
-    expect(worker.metrics.get(M.summaryFailures)).toBe(2);
-    expect(worker.metrics.get(M.rehydrations)).toBeGreaterThanOrEqual(1);
+    expect(worker.metrics.get(METRIC.summaryFailures)).toBe(2);
+    expect(worker.metrics.get(METRIC.rehydrations)).toBeGreaterThanOrEqual(1);
     expect(await readSnapshot(h, thread)).toEqual(await expectedSnapshot(h, thread, SMALL));
   });
 });

@@ -2,7 +2,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import { DEAD_LETTER_HEADERS } from "../services/nats/topology.ts";
 import { idKey } from "../services/thread-worker/id-index.ts";
-import { M } from "../services/thread-worker/metrics.ts";
+import { METRIC } from "../services/thread-worker/metrics.ts";
 import {
   workerMetricsSubject,
   type ThreadWorker,
@@ -83,26 +83,30 @@ describe("thread worker", () => {
     const snapshot = await readSnapshot(h, "alpha");
     expect(snapshot?.count).toBe(125);
     expect(snapshot?.boundary).toBeGreaterThan(100);
-    expect(worker.metrics.get(M.events, { kind: "message" })).toBe(500);
-    expect(worker.metrics.get(M.cuts)).toBeGreaterThan(40);
-    expect(worker.metrics.get(M.merges)).toBeGreaterThan(0);
-    expect(worker.metrics.get(M.summaryRetries)).toBeGreaterThan(0);
-    expect(worker.metrics.get(M.summaries, { kind: "leaf", source: "model" })).toBeGreaterThan(0);
-    expect(worker.metrics.get(M.summaries, { kind: "leaf", source: "free" })).toBeGreaterThan(0);
+    expect(worker.metrics.get(METRIC.events, { kind: "message" })).toBe(500);
+    expect(worker.metrics.get(METRIC.cuts)).toBeGreaterThan(40);
+    expect(worker.metrics.get(METRIC.merges)).toBeGreaterThan(0);
+    expect(worker.metrics.get(METRIC.summaryRetries)).toBeGreaterThan(0);
+    expect(worker.metrics.get(METRIC.summaries, { kind: "leaf", source: "model" })).toBeGreaterThan(
+      0,
+    );
+    expect(worker.metrics.get(METRIC.summaries, { kind: "leaf", source: "free" })).toBeGreaterThan(
+      0,
+    );
 
     // Served over NATS as Prometheus text.
     const reply = await h.nc.request(workerMetricsSubject(h.names), "", { timeout: 5_000 });
     const text = reply.string();
-    expect(text).toContain(`${M.events}{kind="message"} 500`);
-    expect(text).toMatch(new RegExp(`${M.lag} 0\\n`));
+    expect(text).toContain(`${METRIC.events}{kind="message"} 500`);
+    expect(text).toMatch(new RegExp(`${METRIC.lag} 0\\n`));
     expect(text).toMatch(/outline_worker_summarizer_tokens_total\{type="input"\} [1-9]/);
 
     // Idle actors leave memory; the next message rehydrates them (tail texts read back from CHAT).
     await waitFor("idle actors to be passivated", () => worker.registry.size === 0, 10_000);
-    expect(worker.metrics.get(M.passivations)).toBe(4);
+    expect(worker.metrics.get(METRIC.passivations)).toBe(4);
     await publishRange(h, threads, 125, 130);
     await waitSettled(h, threads);
-    expect(worker.metrics.get(M.rehydrations)).toBe(4);
+    expect(worker.metrics.get(METRIC.rehydrations)).toBe(4);
     await expectMatchesCore(h, threads);
   });
 
@@ -173,8 +177,8 @@ describe("thread worker", () => {
     const snapshot = await readSnapshot(h, "dup");
     expect(snapshot?.count).toBe(41);
     expect(snapshot?.boundary).toBeGreaterThan(1); // message 0 left the tail long ago
-    expect(worker.metrics.get(M.duplicates, { why: "id" })).toBe(2);
-    expect(worker.metrics.get(M.events, { kind: "message" })).toBe(41);
+    expect(worker.metrics.get(METRIC.duplicates, { why: "id" })).toBe(2);
+    expect(worker.metrics.get(METRIC.events, { kind: "message" })).toBe(41);
   });
 
   it("thread.deleted leaves nothing behind, and later messages are dead-lettered", async () => {
@@ -235,7 +239,7 @@ describe("thread worker", () => {
     const publishing = publishRange(h, threads, 0, 150);
     await waitFor(
       "worker A to be mid-stream",
-      () => workerA.metrics.get(M.events, { kind: "message" }) >= 120,
+      () => workerA.metrics.get(METRIC.events, { kind: "message" }) >= 120,
       30_000,
     );
     // A crash: no drain, no final write, the connection just goes.
@@ -251,7 +255,7 @@ describe("thread worker", () => {
     // B saw what A had not stored, once: a redelivery after the ack wait is skipped by sequence.
     await waitAllAcknowledged(h, 20_000);
     await expectMatchesCore(h, threads);
-    expect(workerB.metrics.get(M.rehydrations)).toBeGreaterThan(0);
+    expect(workerB.metrics.get(METRIC.rehydrations)).toBeGreaterThan(0);
   });
 
   it("backpressure: a backlog past backlogLimit waits in the stream, the stored tail stays bounded, nothing is lost", async () => {
@@ -339,10 +343,10 @@ describe("thread worker throughput", () => {
     await publishRange(h, threads, 0, 40);
     await waitSettled(h, threads);
     await expectMatchesCore(h, threads);
-    expect(worker.metrics.get(M.events, { kind: "message" })).toBe(200);
+    expect(worker.metrics.get(METRIC.events, { kind: "message" })).toBe(200);
     // Interleaved threads: every event but each thread's first follows a hole in the stream.
-    expect(worker.metrics.get(M.gapReadsSkipped)).toBeGreaterThan(100);
-    expect(worker.metrics.get(M.gapReads)).toBe(0);
+    expect(worker.metrics.get(METRIC.gapReadsSkipped)).toBeGreaterThan(100);
+    expect(worker.metrics.get(METRIC.gapReads)).toBe(0);
   });
 
   it("two workers on one consumer: each reads the gaps the other's deliveries leave, no event lost or applied twice", async () => {
@@ -356,13 +360,13 @@ describe("thread worker throughput", () => {
     await expectMatchesCore(h, threads);
     for (const t of threads) expect((await readSnapshot(h, t))?.count).toBe(60);
     const routed = (w: ThreadWorker) =>
-      w.metrics.get(M.events, { kind: "message" }) +
-      w.metrics.get(M.duplicates, { why: "seq" }) +
-      w.metrics.get(M.gapReadsSkipped);
+      w.metrics.get(METRIC.events, { kind: "message" }) +
+      w.metrics.get(METRIC.duplicates, { why: "seq" }) +
+      w.metrics.get(METRIC.gapReadsSkipped);
     // Both took deliveries: neither saw the consumer's deliveries without holes, so neither
     // skipped every gap read.
     if (routed(a) > 0 && routed(b) > 0) {
-      expect(a.metrics.get(M.gapReads) + b.metrics.get(M.gapReads)).toBeGreaterThan(0);
+      expect(a.metrics.get(METRIC.gapReads) + b.metrics.get(METRIC.gapReads)).toBeGreaterThan(0);
     }
   });
 
@@ -371,15 +375,18 @@ describe("thread worker throughput", () => {
     const worker = await start(h, { skipGapReads: true });
     for (let i = 0; i < 2; i++) await publishMessage(h, chatMessage("good", i));
     await waitSettled(h, ["good"]);
-    expect(worker.metrics.get(M.gapReads)).toBe(0);
+    expect(worker.metrics.get(METRIC.gapReads)).toBe(0);
     // A stored state that cannot be read: the thread's slot fails on its first event.
     await worker.buckets.actors.put("broken", "not json");
     await publishMessage(h, chatMessage("broken", 0), { record: false });
-    await waitFor("the broken thread's slot to fail", () => worker.metrics.get(M.threadErrors) > 0);
+    await waitFor(
+      "the broken thread's slot to fail",
+      () => worker.metrics.get(METRIC.threadErrors) > 0,
+    );
     await publishMessage(h, chatMessage("other", 0));
     await publishMessage(h, chatMessage("good", 2));
     await waitFor("good's third message", async () => (await readSnapshot(h, "good"))?.count === 3);
-    expect(worker.metrics.get(M.gapReads)).toBeGreaterThan(0);
+    expect(worker.metrics.get(METRIC.gapReads)).toBeGreaterThan(0);
     await waitSettled(h, ["good", "other"]);
     await expectMatchesCore(h, ["good", "other"]);
   });
@@ -417,9 +424,9 @@ describe("thread worker throughput", () => {
     expect(checks).toBeGreaterThan(0);
     await waitSettled(h, [thread]);
     await expectMatchesCore(h, [thread]);
-    expect(worker.metrics.get(M.events, { kind: "message" })).toBe(300);
+    expect(worker.metrics.get(METRIC.events, { kind: "message" })).toBe(300);
     // Coalesced: far fewer state saves than events (each save stores many of them).
-    expect(worker.metrics.get(M.stateSaves)).toBeLessThan(30);
+    expect(worker.metrics.get(METRIC.stateSaves)).toBeLessThan(30);
     expect(checks).toBeGreaterThan(10); // watched across several lingers
   });
 
@@ -438,7 +445,7 @@ describe("thread worker throughput", () => {
     await publishMessage(h, message(10));
     await waitFor("11 messages applied", async () => (await readSnapshot(h, thread))?.count === 11);
     expect((await readSnapshot(h, thread))?.boundary).toBe(0);
-    expect(worker.metrics.get(M.duplicates, { why: "id" })).toBe(1);
+    expect(worker.metrics.get(METRIC.duplicates, { why: "id" })).toBe(1);
     expect(await idKeys()).toBe(0); // nothing left the tail: no index write yet
 
     for (let i = 11; i < 60; i++) await publishMessage(h, message(i));
@@ -451,8 +458,8 @@ describe("thread worker throughput", () => {
     await publishMessage(h, message(60));
     await waitFor("61 messages applied", async () => (await readSnapshot(h, thread))?.count === 61);
     await waitSettled(h, [thread]);
-    expect(worker.metrics.get(M.duplicates, { why: "id" })).toBe(2);
-    expect(worker.metrics.get(M.events, { kind: "message" })).toBe(61);
+    expect(worker.metrics.get(METRIC.duplicates, { why: "id" })).toBe(2);
+    expect(worker.metrics.get(METRIC.events, { kind: "message" })).toBe(61);
     expect(await readSnapshot(h, thread)).toEqual(await expectedSnapshot(h, thread, settings));
   });
 
@@ -481,7 +488,7 @@ describe("thread worker throughput", () => {
     expect(summarizer.groupCalls).toBeGreaterThan(10);
     expect(summarizer.grouped / summarizer.groupCalls).toBeGreaterThan(2);
     const byGroup = ["leaf", "merge"].map((kind) =>
-      worker.metrics.get(M.summaries, { kind, source: "group" }),
+      worker.metrics.get(METRIC.summaries, { kind, source: "group" }),
     );
     expect(byGroup[0]).toBeGreaterThan(0);
     expect(byGroup[1]).toBeGreaterThan(0);

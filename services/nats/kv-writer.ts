@@ -11,7 +11,7 @@ export interface KvWrites {
   get(key: string): Promise<KvEntry | null>;
 }
 
-/** The part of a nats.js `KV` a FastKv falls back on. */
+/** The part of a nats.js `KV` a BucketWriter falls back on. */
 type KvBase = Pick<KvWrites, "create" | "put" | "get">;
 
 const decoder = new TextDecoder();
@@ -97,7 +97,8 @@ function readStored(msg: Msg, subject: string): Stored {
 
 const readSeq = (msg: Msg, subject: string): number => readStored(msg, subject).seq;
 
-function isWrongLastSequence(err: unknown): boolean {
+/** A fenced write found another revision (or none) where it expected its own. */
+export function isWrongLastSequence(err: unknown): boolean {
   return (
     err instanceof JetStreamApiError &&
     (err.code === JetStreamApiCodes.StreamWrongLastSequence ||
@@ -110,7 +111,7 @@ function isWrongLastSequence(err: unknown): boolean {
  * last entry is a delete marker succeeds (it retries through nats.js's `create`, which handles
  * that case), `update` is fenced on the revision. Reads go to the nats.js bucket.
  */
-export class FastKv implements KvWrites {
+export class BucketWriter implements KvWrites {
   readonly #writer: KvWriter;
   readonly #kv: KvBase;
   readonly #subjectPrefix: string;

@@ -16,7 +16,7 @@ import {
 import { decimalIn } from "./decimal.ts";
 
 /** A message as stored in its stream. */
-export interface StoredMessage {
+export interface RawMessage {
   subject: string;
   seq: number;
   data: Uint8Array;
@@ -60,7 +60,7 @@ const PENDING_MESSAGES = "Nats-Pending-Messages";
 const MAX_RESTARTS = 10;
 
 interface Queued {
-  message: StoredMessage;
+  message: RawMessage;
   /** Messages the consumer still held after this one (0: the end of what is stored). */
   pending: number;
 }
@@ -84,7 +84,7 @@ export function readInOrder(
   stream: string,
   options: OrderedReadOptions,
   onStart: (total: number) => void,
-  onEvent: (message: StoredMessage) => Promise<void> | void,
+  onEvent: (message: RawMessage) => Promise<void> | void,
 ): Promise<void> {
   return new OrderedRead(nc, jsm, stream, options, onStart, onEvent).done;
 }
@@ -133,7 +133,7 @@ class OrderedRead {
     private readonly stream: string,
     private readonly options: OrderedReadOptions,
     private readonly onStart: (total: number) => void,
-    private readonly onEvent: (message: StoredMessage) => Promise<void> | void,
+    private readonly onEvent: (message: RawMessage) => Promise<void> | void,
   ) {
     this.done = new Promise<void>((resolve, reject) => {
       this.#resolve = resolve;
@@ -266,7 +266,7 @@ class OrderedRead {
   }
 
   /** Hands one message to onEvent; a promise pauses the read until it settles. */
-  #hand(message: StoredMessage, pending: number): void {
+  #hand(message: RawMessage, pending: number): void {
     if (pending === 0) this.#endSeen = true;
     let applied: Promise<void> | void;
     try {

@@ -144,7 +144,7 @@ function storeError(what: string, err: unknown): ApiError {
   );
 }
 
-function parseMessage(
+function storedMessageOf(
   subject: string,
   seq: number,
   json: () => unknown,
@@ -208,7 +208,7 @@ export function createReader(
     thread: string,
   ): StoredMessage | undefined {
     const subject = s.messageCreated(thread);
-    const parsed = parseMessage(stored, seq, json, thread, subject);
+    const parsed = storedMessageOf(stored, seq, json, thread, subject);
     if (parsed) cache.set(seq, subject, parsed.message.id, parsed, size);
     return parsed;
   }

@@ -12,6 +12,7 @@ import {
   type WatchNotice,
 } from "../nats/actor-feed.ts";
 import type { Logger } from "./log.ts";
+import { stateName } from "../../machines/state-name.ts";
 
 /** Transitions kept per live actor: enough to read what it did last, a few hundred bytes. */
 export const KEPT_TRANSITIONS = 12;
@@ -29,20 +30,6 @@ interface Kept {
   state: string;
   since: number;
   transitions: ActorTransition[];
-}
-
-/** A state value as one string: `idle`, or `active.idle` for nested states. */
-export function stateName(value: unknown): string {
-  if (typeof value === "string") return value;
-  if (typeof value !== "object" || value === null) return "?";
-  return Object.entries(value as Record<string, unknown>)
-    .map(([key, inner]) => {
-      const rest = stateName(inner);
-      return typeof inner === "object" && inner !== null && Object.keys(inner).length === 0
-        ? key
-        : `${key}.${rest}`;
-    })
-    .join(",");
 }
 
 const numberOf = (v: unknown): number | undefined => (typeof v === "number" ? v : undefined);

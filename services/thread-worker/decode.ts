@@ -9,7 +9,7 @@ import type { ChatEventKind, Subjects } from "../nats/subjects.ts";
 import { parseMessage as plainMessage } from "../../shared/validate.ts";
 
 /** A chat event as the worker sees it: valid, or the reason it cannot be applied. */
-export type ChatEvent =
+export type DecodedEvent =
   | { kind: "message"; message: Message }
   | { kind: "deleted"; at: string }
   | { kind: "invalid"; reason: string };
@@ -55,7 +55,7 @@ export function decodeChatEvent(
   s: Subjects,
   subject: string,
   data: Uint8Array,
-): { thread: string | undefined; event: ChatEvent } {
+): { thread: string | undefined; event: DecodedEvent } {
   const parsed = s.parseChat(subject);
   if (!parsed) {
     return {
@@ -84,7 +84,7 @@ export function decodeChatBody(
   kind: ChatEventKind,
   subject: string,
   data: Uint8Array,
-): ChatEvent {
+): DecodedEvent {
   let body: unknown;
   try {
     body = JSON.parse(utf8.decode(data));
@@ -116,7 +116,7 @@ export function decodeChatBody(
 
 // Plain functions, not closures made per event: tsx names every function expression it
 // compiles with a defineProperty call, a measurable cost per event.
-function invalid(reason: string): ChatEvent {
+function invalid(reason: string): DecodedEvent {
   return { kind: "invalid", reason };
 }
 

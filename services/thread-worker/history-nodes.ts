@@ -1,9 +1,8 @@
-import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import type { SummaryEvent } from "../../shared/history.ts";
 import { parseSummary } from "../../shared/validate.ts";
 import type { InfraNames } from "../config/names.ts";
 import type { DirectReader } from "../nats/direct-reader.ts";
-import type { KvWriter } from "../nats/kv-writer.ts";
+import { isWrongLastSequence, type KvWriter } from "../nats/kv-writer.ts";
 import type { Subjects } from "../nats/subjects.ts";
 
 /** Reads and writes summary nodes on HISTORY: one subject per node, at most one message each. */
@@ -19,10 +18,6 @@ export interface HistoryNodes {
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-
-function isWrongLastSequence(err: unknown): boolean {
-  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence;
-}
 
 /** Through the worker's own inboxes (KvWriter, DirectReader): a node is a write and a read. */
 export function historyNodes(

@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
-import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
-import type { KvWrites } from "../nats/kv-writer.ts";
+import { isWrongLastSequence, type KvWrites } from "../nats/kv-writer.ts";
 
 /**
  * Which CHAT sequence first carried each message id of a thread, in the `<kvBucket>-ids` bucket,
@@ -19,10 +18,6 @@ const encoder = new TextEncoder();
 export function idKey(thread: string, id: string): string {
   const digest = createHash("sha256").update(id).digest("base64url").slice(0, 22);
   return `${thread}.${digest}`;
-}
-
-function isWrongLastSequence(err: unknown): boolean {
-  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence;
 }
 
 /**

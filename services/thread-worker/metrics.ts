@@ -73,7 +73,7 @@ export class MetricRegistry {
 }
 
 /** The series the thread worker reports (scraped by the prompt-builder's /metrics). */
-export const M = {
+export const METRIC = {
   events: "outline_worker_events_applied_total",
   duplicates: "outline_worker_duplicates_total",
   deadLetters: "outline_worker_dead_letters_total",
@@ -103,64 +103,76 @@ export const M = {
 export function workerMetrics(): MetricRegistry {
   const r = new MetricRegistry();
   r.define(
-    M.events,
+    METRIC.events,
     "counter",
     "Chat events applied to thread actors, by kind (message, deleted).",
   );
-  r.define(M.duplicates, "counter", "Chat events skipped as already applied, by why (seq, id).");
   r.define(
-    M.deadLetters,
+    METRIC.duplicates,
+    "counter",
+    "Chat events skipped as already applied, by why (seq, id).",
+  );
+  r.define(
+    METRIC.deadLetters,
     "counter",
     "Events recorded on the dead-letter subject instead of applied.",
   );
   r.define(
-    M.summaries,
+    METRIC.summaries,
     "counter",
     "Summary nodes built, by kind (leaf, merge) and source (model, free, history: reused after a restart).",
   );
-  r.define(M.summaryRetries, "counter", "Summarizer calls retried after a retryable error.");
-  r.define(M.summaryFailures, "counter", "Summarizer jobs failed back after a terminal error.");
-  r.define(M.tokens, "counter", "Summarizer tokens, by type (input, cached, output).");
-  r.define(M.modelCalls, "counter", "Model calls made by the summarizer.");
-  r.define(M.cuts, "counter", "Cuts applied (messages leaving the tail into the outline).");
-  r.define(M.batches, "counter", "Merge batches applied.");
-  r.define(M.merges, "counter", "Pairs merged by merge batches.");
-  r.define(M.actors, "gauge", "Thread actors in memory.");
-  r.define(M.rehydrations, "counter", "Actors restored from their persisted state.");
-  r.define(M.passivations, "counter", "Idle actors persisted and stopped.");
+  r.define(METRIC.summaryRetries, "counter", "Summarizer calls retried after a retryable error.");
   r.define(
-    M.backlogHolds,
+    METRIC.summaryFailures,
+    "counter",
+    "Summarizer jobs failed back after a terminal error.",
+  );
+  r.define(METRIC.tokens, "counter", "Summarizer tokens, by type (input, cached, output).");
+  r.define(METRIC.modelCalls, "counter", "Model calls made by the summarizer.");
+  r.define(METRIC.cuts, "counter", "Cuts applied (messages leaving the tail into the outline).");
+  r.define(METRIC.batches, "counter", "Merge batches applied.");
+  r.define(METRIC.merges, "counter", "Pairs merged by merge batches.");
+  r.define(METRIC.actors, "gauge", "Thread actors in memory.");
+  r.define(METRIC.rehydrations, "counter", "Actors restored from their persisted state.");
+  r.define(METRIC.passivations, "counter", "Idle actors persisted and stopped.");
+  r.define(
+    METRIC.backlogHolds,
     "counter",
     "Times a thread held new chat events because too many messages wait for summaries.",
   );
-  r.define(M.stateSaves, "counter", "Actor state writes to the actor bucket.");
-  r.define(M.snapshotWrites, "counter", "Outline snapshot writes to the snapshot bucket.");
-  r.define(M.threadErrors, "counter", "Unexpected errors that reset a thread's actor.");
+  r.define(METRIC.stateSaves, "counter", "Actor state writes to the actor bucket.");
+  r.define(METRIC.snapshotWrites, "counter", "Outline snapshot writes to the snapshot bucket.");
+  r.define(METRIC.threadErrors, "counter", "Unexpected errors that reset a thread's actor.");
   r.define(
-    M.gapFills,
+    METRIC.gapFills,
     "counter",
     "Events read from CHAT ahead of their redelivery, to keep order.",
   );
   r.define(
-    M.gapReads,
+    METRIC.gapReads,
     "counter",
     "Direct gets on CHAT looking for a gap before a delivered event.",
   );
   r.define(
-    M.gapReadsSkipped,
+    METRIC.gapReadsSkipped,
     "counter",
     "Gap reads not needed: this worker saw every delivery of the consumer since the thread's cursor.",
   );
-  r.define(M.lag, "gauge", "Chat events not yet delivered to a worker (consumer num_pending).");
-  r.define(M.ackPending, "gauge", "Chat events delivered and not yet acknowledged.");
-  r.define(M.inflight, "gauge", "Summarizer calls in flight in this process.");
+  r.define(
+    METRIC.lag,
+    "gauge",
+    "Chat events not yet delivered to a worker (consumer num_pending).",
+  );
+  r.define(METRIC.ackPending, "gauge", "Chat events delivered and not yet acknowledged.");
+  r.define(METRIC.inflight, "gauge", "Summarizer calls in flight in this process.");
   return r;
 }
 
 /** Copies the summarizer's running totals into the registry (they are totals, not deltas). */
 export function recordUsage(r: MetricRegistry, usage: UsageTotals): void {
-  r.set(M.tokens, usage.inputTokens, { type: "input" });
-  r.set(M.tokens, usage.cachedTokens, { type: "cached" });
-  r.set(M.tokens, usage.outputTokens, { type: "output" });
-  r.set(M.modelCalls, usage.calls);
+  r.set(METRIC.tokens, usage.inputTokens, { type: "input" });
+  r.set(METRIC.tokens, usage.cachedTokens, { type: "cached" });
+  r.set(METRIC.tokens, usage.outputTokens, { type: "output" });
+  r.set(METRIC.modelCalls, usage.calls);
 }

@@ -1,4 +1,4 @@
-import type { NodeRef } from "../../shared/names.ts";
+import { nodeKey, type NodeRef } from "../../shared/names.ts";
 import { backoffMs } from "./retry.ts";
 
 interface Refusal {
@@ -10,7 +10,7 @@ interface Refusal {
 /** Threads whose refusals are kept at most; past it the longest-kept thread is forgotten. */
 const MAX_THREADS = 100_000;
 
-const keyOf = (ref: NodeRef): string => `${ref.level}:${ref.index}`;
+const keyOf = (ref: NodeRef): string => nodeKey(ref.level, ref.index);
 
 /**
  * Nodes the summarizer refused (a terminal error), per thread, for the whole worker process: how

@@ -1,7 +1,7 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import type { ChatEventKind } from "../nats/subjects.ts";
 import type { DeliveryEpoch } from "./delivery-ledger.ts";
-import { M } from "./metrics.ts";
+import { METRIC } from "./metrics.ts";
 import { ThreadSlot, type SlotEnd } from "./thread-slot.ts";
 import type { WorkerContext } from "./worker-context.ts";
 
@@ -54,7 +54,7 @@ export class ThreadRegistry {
       this.#retries.delete(thread);
       slot = new ThreadSlot(thread, this.#ctx, (ended, end) => this.#ended(ended, end));
       this.#slots.set(thread, slot);
-      this.#ctx.metrics.set(M.actors, this.#slots.size);
+      this.#ctx.metrics.set(METRIC.actors, this.#slots.size);
     }
     return slot;
   }
@@ -66,7 +66,7 @@ export class ThreadRegistry {
   #ended(slot: ThreadSlot, end: SlotEnd): void {
     if (end !== "passivated" && end !== "drained") this.#ctx.deliveries.interrupt();
     if (this.#slots.get(slot.thread) === slot) this.#slots.delete(slot.thread);
-    this.#ctx.metrics.set(M.actors, this.#slots.size);
+    this.#ctx.metrics.set(METRIC.actors, this.#slots.size);
     const retryAt = slot.retryAt;
     if (retryAt !== undefined && !this.#slots.has(slot.thread))
       this.#retryLater(slot.thread, retryAt);

@@ -1,7 +1,7 @@
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import { sameBytes } from "./actor-store.ts";
-import { M } from "./metrics.ts";
+import { METRIC } from "./metrics.ts";
 import { retryInPlace } from "./retry.ts";
 import type { WorkerContext } from "./worker-context.ts";
 
@@ -73,6 +73,6 @@ export async function writeSnapshot(
     },
     { what: `write the snapshot of thread '${thread}'`, log: ctx.log, signal, baseMs: 20 },
   );
-  ctx.metrics.add(M.snapshotWrites);
+  ctx.metrics.add(METRIC.snapshotWrites);
   return written;
 }

@@ -3,13 +3,13 @@ import { cutToBytes, utf8Bytes } from "../../shared/bytes.ts";
 import type { SummaryEvent } from "../../shared/history.ts";
 import { groupJobs } from "../../shared/groups.ts";
 import { canGroup, type SummaryGroup, type SummaryJob } from "../../shared/jobs.ts";
-import type { NodeRef } from "../../shared/names.ts";
+import { nodeKey, type NodeRef } from "../../shared/names.ts";
 import type { MeteredSummarizer } from "../summarizer/index.ts";
 import { SummarizerError } from "../summarizer/errors.ts";
 import type { HistoryNodes } from "./history-nodes.ts";
 import type { Limiter } from "./limiter.ts";
 import { errorText, type Logger } from "./log.ts";
-import { M, type MetricRegistry } from "./metrics.ts";
+import { METRIC, type MetricRegistry } from "./metrics.ts";
 import type { Refusals } from "./refusals.ts";
 import { backoffMs, retryInPlace, sleep, StoppedError } from "./retry.ts";
 
@@ -53,7 +53,7 @@ export interface RequestedJob {
   until: string;
 }
 
-const keyOf = (ref: NodeRef): string => `${ref.level}:${ref.index}`;
+const keyOf = (ref: NodeRef): string => nodeKey(ref.level, ref.index);
 
 /**
  * Runs one thread's summary jobs: HISTORY first (a node built before a crash costs no model
@@ -157,7 +157,7 @@ export class SummaryJobs {
       signal,
     });
     if (stored) {
-      d.metrics.add(M.summaries, 1, { kind: job.kind, source: "history" });
+      d.metrics.add(METRIC.summaries, 1, { kind: job.kind, source: "history" });
       d.refusals.built(job.thread, ref);
       d.built(ref, stored.text);
       return;
@@ -184,7 +184,7 @@ export class SummaryJobs {
       log: d.log,
       signal: this.#abort.signal,
     });
-    d.metrics.add(M.summaries, 1, { kind: job.kind, source });
+    d.metrics.add(METRIC.summaries, 1, { kind: job.kind, source });
     d.refusals.built(job.thread, job);
     d.built({ level: job.level, index: job.index }, published.text);
   }
@@ -213,7 +213,7 @@ export class SummaryJobs {
       const { job } = member;
       const found = stored[i];
       if (found) {
-        d.metrics.add(M.summaries, 1, { kind: job.kind, source: "history" });
+        d.metrics.add(METRIC.summaries, 1, { kind: job.kind, source: "history" });
         d.refusals.built(job.thread, job);
         d.built({ level: job.level, index: job.index }, found.text);
       } else if (d.refusals.failures(job.thread, job) > 0) alone.push(member);
@@ -231,7 +231,7 @@ export class SummaryJobs {
         texts.push(...result.texts);
       } catch (err) {
         if (!signal.aborted) {
-          d.metrics.add(M.summaryRetries);
+          d.metrics.add(METRIC.summaryRetries);
           d.log.warn(
             `summarizer failed on a group of ${todo.length} nodes of thread '${group.thread}'; building them one by one`,
             { error: errorText(err) },
@@ -280,7 +280,7 @@ export class SummaryJobs {
         { terminal: false },
       );
       if (error instanceof SummarizerError && error.terminal) {
-        d.metrics.add(M.summaryFailures);
+        d.metrics.add(METRIC.summaryFailures);
         const wait = d.refusals.refused(job.thread, job, Date.now());
         d.log.error(
           `summarizer refused ${job.name} of thread '${job.thread}' (${error.code}): ${error.message}; ` +
@@ -289,7 +289,7 @@ export class SummaryJobs {
         d.failed({ level: job.level, index: job.index }, error.message);
         return undefined;
       }
-      d.metrics.add(M.summaryRetries);
+      d.metrics.add(METRIC.summaryRetries);
       const wait = backoffMs(attempt, d.timing.retryBaseMs, d.timing.retryCapMs);
       d.log.warn(
         `summarizer failed on ${job.name} of thread '${job.thread}', retrying in ${wait} ms`,

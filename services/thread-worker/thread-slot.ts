@@ -27,11 +27,11 @@ import {
 import { kvStream, kvSubject } from "./buckets.ts";
 import { BusyIndex } from "./busy-index.ts";
 import { ChatReadError, nextThreadEvent, readChatEvent } from "./chat-reader.ts";
-import { decodeChatBody, type ChatEvent } from "./decode.ts";
+import { decodeChatBody, type DecodedEvent } from "./decode.ts";
 import { provablyContiguous, type DeliveryEpoch } from "./delivery-ledger.ts";
 import { claimMessageId, type IdClaim } from "./id-index.ts";
 import { errorText } from "./log.ts";
-import { M } from "./metrics.ts";
+import { METRIC } from "./metrics.ts";
 import { retryInPlace, StoppedError } from "./retry.ts";
 import { writeSnapshot } from "./snapshot-writer.ts";
 import { SummaryJobs, type RequestedJob } from "./summary-jobs.ts";
@@ -50,7 +50,7 @@ interface ChatEntry {
   seq: number;
   subject: string;
   data: Uint8Array;
-  event: ChatEvent;
+  event: DecodedEvent;
   msg?: JsMsg;
 }
 
@@ -328,7 +328,7 @@ export class ThreadSlot {
   #kick(): void {
     if (this.#running || this.#ended || this.#kickScheduled) return;
     this.#kickScheduled = true;
-    this.#ctx.soon.run(this.#kicked);
+    this.#ctx.nextTurn.run(this.#kicked);
   }
 
   /** The scheduled kick, one function per slot rather than a closure per kick. */
@@ -366,7 +366,7 @@ export class ThreadSlot {
         await this.#finalWrites();
         // Nothing arrived during the writes: the thread is at rest and can leave memory.
         if (this.#queue.length === 0 && this.#jobsBusy() === 0 && (await this.#stopWaitingOut())) {
-          this.#ctx.metrics.add(M.passivations);
+          this.#ctx.metrics.add(METRIC.passivations);
           this.#end("passivated");
         }
       } else {
@@ -425,7 +425,7 @@ export class ThreadSlot {
     const now = Date.now();
     if (now - this.#lastHeartbeat < 1_000) return;
     this.#lastHeartbeat = now;
-    this.#ctx.metrics.add(M.backlogHolds);
+    this.#ctx.metrics.add(METRIC.backlogHolds);
     for (const item of this.#queue) if (item.kind === "chat") item.msg.working();
   }
 
@@ -440,7 +440,7 @@ export class ThreadSlot {
     // A bug, a record that cannot be read back, or a state too large to store. Nothing of the
     // burst was acknowledged: its events come back after the ack wait to a fresh actor rebuilt
     // from the stored state, so nothing is lost; the error says what to fix if it persists.
-    this.#ctx.metrics.add(M.threadErrors);
+    this.#ctx.metrics.add(METRIC.threadErrors);
     log.error(`thread '${this.thread}' stopped: ${errorText(err)}`, {
       thread: this.thread,
       ...(err instanceof Error && !(err instanceof ActorStateError || err instanceof ChatReadError)
@@ -569,7 +569,7 @@ export class ThreadSlot {
       );
       this.#seen = record.seen;
       this.#erasing = record.erasing;
-      this.#ctx.metrics.add(M.rehydrations);
+      this.#ctx.metrics.add(METRIC.rehydrations);
     }
     this.#actorRevision = entry?.revision ?? 0;
     // A thread never stored has no snapshot of ours either: its first write creates the key (a
@@ -674,7 +674,7 @@ export class ThreadSlot {
       const contiguous =
         this.#ctx.skipGapReads && provablyContiguous(item.msg, item.epoch, this.#joined, cursor);
       if (!deleted && item.msg.seq > cursor + 1) {
-        if (contiguous) this.#ctx.metrics.add(M.gapReadsSkipped);
+        if (contiguous) this.#ctx.metrics.add(METRIC.gapReadsSkipped);
         else steps.push(...(await this.#readGap(cursor + 1, item.msg.seq)));
       }
       // Caught up to a first delivery of its epoch: every later event of the thread routed in it
@@ -794,7 +794,7 @@ export class ThreadSlot {
     const gap: ChatEntry[] = [];
     let from = fromSeq;
     while (from < seq) {
-      this.#ctx.metrics.add(M.gapReads);
+      this.#ctx.metrics.add(METRIC.gapReads);
       const next = await this.#retry("read CHAT ahead of a redelivery", () =>
         nextThreadEvent(this.#ctx.jsm, this.#ctx.names, this.thread, from),
       );
@@ -808,7 +808,7 @@ export class ThreadSlot {
       });
       from = next.seq + 1;
     }
-    this.#ctx.metrics.add(M.gapFills, gap.length);
+    this.#ctx.metrics.add(METRIC.gapFills, gap.length);
     return gap;
   }
 
@@ -903,7 +903,7 @@ export class ThreadSlot {
   #applyChat(entry: ChatEntry, claims: Map<number, IdClaim>): Promise<void> | undefined {
     const metrics = this.#ctx.metrics;
     if (entry.seq <= this.#seen) {
-      metrics.add(M.duplicates, 1, { why: "seq" });
+      metrics.add(METRIC.duplicates, 1, { why: "seq" });
       return undefined;
     }
     this.#seen = entry.seq;
@@ -913,7 +913,7 @@ export class ThreadSlot {
     if (event.kind === "invalid") return this.#deadLetter(entry, event.reason);
     if (core.deleted) {
       if (event.kind === "deleted") {
-        metrics.add(M.duplicates, 1, { why: "deleted" });
+        metrics.add(METRIC.duplicates, 1, { why: "deleted" });
         return undefined;
       }
       return this.#deadLetter(
@@ -923,7 +923,7 @@ export class ThreadSlot {
     }
     if (event.kind === "deleted") {
       this.#send({ type: "thread.deleted", at: event.at, seq: entry.seq });
-      metrics.add(M.events, 1, { kind: "deleted" });
+      metrics.add(METRIC.events, 1, { kind: "deleted" });
       return undefined;
     }
     const claim = claims.get(entry.seq);
@@ -932,7 +932,7 @@ export class ThreadSlot {
     const skips = this.#skips;
     this.#skips = [];
     if (skips.length === 0) {
-      metrics.add(M.events, 1, MESSAGE_EVENT);
+      metrics.add(METRIC.events, 1, MESSAGE_EVENT);
       return undefined;
     }
     return this.#recordSkips(entry, skips);
@@ -941,13 +941,13 @@ export class ThreadSlot {
   async #duplicateId(entry: ChatEntry, message: Message, firstSeq: number): Promise<void> {
     const conflict = await this.#conflictingDuplicate(message, firstSeq);
     if (conflict) await this.#deadLetter(entry, conflict);
-    else this.#ctx.metrics.add(M.duplicates, 1, { why: "id" });
+    else this.#ctx.metrics.add(METRIC.duplicates, 1, { why: "id" });
   }
 
   async #recordSkips(entry: ChatEntry, skips: Skip[]): Promise<void> {
     for (const skip of skips) {
       if (skip.outcome.type === "duplicate")
-        this.#ctx.metrics.add(M.duplicates, 1, { why: "tail" });
+        this.#ctx.metrics.add(METRIC.duplicates, 1, { why: "tail" });
       else await this.#deadLetter(entry, skip.outcome.reason);
     }
   }
@@ -976,7 +976,7 @@ export class ThreadSlot {
         maxPayload: this.#ctx.maxPayload(),
       }),
     );
-    metrics.add(M.deadLetters);
+    metrics.add(METRIC.deadLetters);
     log.warn(`dead letter: ${entry.subject} #${entry.seq}: ${reason}`);
   }
 
@@ -986,9 +986,9 @@ export class ThreadSlot {
     const metrics = this.#ctx.metrics;
     // A thread.deleted resets the stats: nothing to count then.
     if (after.cuts < before.cuts) return;
-    metrics.add(M.cuts, after.cuts - before.cuts);
-    metrics.add(M.batches, after.batches - before.batches);
-    metrics.add(M.merges, after.merges - before.merges);
+    metrics.add(METRIC.cuts, after.cuts - before.cuts);
+    metrics.add(METRIC.batches, after.batches - before.batches);
+    metrics.add(METRIC.merges, after.merges - before.merges);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -1015,7 +1015,10 @@ export class ThreadSlot {
       ),
     );
     for (const node of outbox) {
-      metrics.add(M.summaries, 1, { kind: node.level === 0 ? "leaf" : "merge", source: "free" });
+      metrics.add(METRIC.summaries, 1, {
+        kind: node.level === 0 ? "leaf" : "merge",
+        source: "free",
+      });
     }
     this.#send({ type: "outbox.published", count: outbox.length });
   }
@@ -1055,7 +1058,7 @@ export class ThreadSlot {
       throw err;
     }
     this.#dirty = false;
-    this.#ctx.metrics.add(M.stateSaves);
+    this.#ctx.metrics.add(METRIC.stateSaves);
     this.#ack(acks);
     if (BusyIndex.isBusy(this.#state()) !== this.#busyListed) await this.#syncBusy();
     // The outline of what was just stored: written now unless one was written very recently.

@@ -13,7 +13,7 @@ import type { Refusals } from "./refusals.ts";
 import type { Limiter } from "./limiter.ts";
 import type { Logger } from "./log.ts";
 import type { MetricRegistry } from "./metrics.ts";
-import type { Soon } from "./soon.ts";
+import type { NextTurn } from "./next-turn.ts";
 import type { JobTiming } from "./summary-jobs.ts";
 
 /**
@@ -39,7 +39,7 @@ export interface WorkerContext {
    */
   purgeBySubject: boolean;
   /** Starts slot loops together on the next turn (their requests share socket writes). */
-  soon: Soon;
+  nextTurn: NextTurn;
   settings: CoreSettings;
   summarizer: MeteredSummarizer;
   limiter: Limiter;

@@ -17,7 +17,7 @@ import { publishDeadLetter } from "../nats/dead-letter.ts";
 import { purgeBySubjectIsSafe } from "../nats/erase.ts";
 import { DirectReader } from "../nats/direct-reader.ts";
 import { InboxRequests } from "../nats/inbox-requests.ts";
-import { FastKv, KvWriter } from "../nats/kv-writer.ts";
+import { BucketWriter, KvWriter } from "../nats/kv-writer.ts";
 import { subjects } from "../nats/subjects.ts";
 import type { MeteredSummarizer } from "../summarizer/index.ts";
 import { startActorFeed } from "./actor-feed.ts";
@@ -28,11 +28,11 @@ import { DeliveryLedger } from "./delivery-ledger.ts";
 import { historyNodes } from "./history-nodes.ts";
 import { Limiter } from "./limiter.ts";
 import { consoleLogger, errorText, type Logger } from "./log.ts";
-import { M, recordUsage, workerMetrics, type MetricRegistry } from "./metrics.ts";
+import { METRIC, recordUsage, workerMetrics, type MetricRegistry } from "./metrics.ts";
 import { Refusals } from "./refusals.ts";
 import { ThreadRegistry } from "./registry.ts";
 import { retryInPlace } from "./retry.ts";
-import { Soon } from "./soon.ts";
+import { NextTurn } from "./next-turn.ts";
 import { DEFAULT_JOB_TIMING, type JobTiming } from "./summary-jobs.ts";
 import type { WorkerContext } from "./worker-context.ts";
 
@@ -176,15 +176,15 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     subjects: s,
     buckets,
     kv: {
-      actors: new FastKv(writer, buckets.actors, buckets.names.actors),
-      ids: new FastKv(writer, buckets.ids, buckets.names.ids),
-      snapshots: new FastKv(writer, buckets.snapshots, names.kvBucket),
+      actors: new BucketWriter(writer, buckets.actors, buckets.names.actors),
+      ids: new BucketWriter(writer, buckets.ids, buckets.names.ids),
+      snapshots: new BucketWriter(writer, buckets.snapshots, names.kvBucket),
     },
     busy: new BusyIndex(buckets.busy, jsm, buckets.names.busy),
     deliveries: new DeliveryLedger(),
     skipGapReads: options.skipGapReads ?? true,
     purgeBySubject: purgeBySubjectIsSafe(nc.info?.version),
-    soon: new Soon(),
+    nextTurn: new NextTurn(),
     settings: options.settings,
     summarizer: options.summarizer,
     limiter: new Limiter(options.settings.concurrency),
@@ -236,7 +236,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
         { what: `publish a dead letter for ${msg.subject}`, log, signal: stopping.signal },
       ).then(
         () => {
-          metrics.add(M.deadLetters);
+          metrics.add(METRIC.deadLetters);
           log.warn(`dead letter: ${msg.subject} #${msg.seq}: ${reason}`);
           msg.ack();
           ctx.deliveries.released(1);
@@ -340,13 +340,13 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   const renderMetrics = async (): Promise<string> => {
     try {
       const info = await jsm.consumers.info(names.chatStream, names.workerDurable);
-      metrics.set(M.lag, info.num_pending);
-      metrics.set(M.ackPending, info.num_ack_pending);
+      metrics.set(METRIC.lag, info.num_pending);
+      metrics.set(METRIC.ackPending, info.num_ack_pending);
     } catch (err) {
       log.warn(`metrics: consumer info unavailable: ${errorText(err)}`);
     }
-    metrics.set(M.actors, registry.size);
-    metrics.set(M.inflight, ctx.limiter.active);
+    metrics.set(METRIC.actors, registry.size);
+    metrics.set(METRIC.inflight, ctx.limiter.active);
     recordUsage(metrics, options.summarizer.usage());
     return metrics.render();
   };

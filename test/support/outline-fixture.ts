@@ -1,7 +1,7 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import { cutToBytes, utf8Bytes } from "../../shared/bytes.ts";
-import { jobFor } from "../../shared/context.ts";
+import { jobFor } from "../../shared/job-view.ts";
 import type { Message } from "../../shared/events.ts";
 import type { SummaryEvent } from "../../shared/history.ts";
 import type { CoreSettings } from "../../shared/settings.ts";

@@ -1,3 +1,5 @@
+import { stateName } from "../../../machines/state-name.ts";
+
 /** One observed change of a thread actor: the line `outline inspect` prints. */
 export interface Transition {
   at: Date;
@@ -18,9 +20,6 @@ interface Session {
   thread: string;
   state: string;
 }
-
-const stateName = (value: unknown): string =>
-  typeof value === "string" ? value : value === undefined ? "?" : JSON.stringify(value);
 
 function threadOf(snapshot: unknown, fallback: string): string {
   const context = (snapshot as { context?: Record<string, unknown> } | undefined)?.context;

@@ -1,3 +1,5 @@
+import { UsageError } from "../args.ts";
+
 /** What `outline replay` was asked to do. */
 export interface ReplayArgs {
   /** One thread, or undefined with `all`. */
@@ -31,11 +33,6 @@ settings as the worker (HISTORY_*, OUTLINE_*, NATS_URL, or the config file).
                    CHAT (docs/search.md); each reports when done
 
 exit codes: 0 rebuilt (and all matched), 1 a snapshot differs, 2 an error stopped the replay`;
-
-/** A command line that cannot work; the message says what to write instead. */
-export class UsageError extends Error {
-  override readonly name = "UsageError";
-}
 
 function value(argv: readonly string[], i: number, flag: string, example: string): string {
   const next = argv[i + 1];

@@ -1,14 +1,11 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { readInOrder, type StoredMessage } from "../../nats/ordered-read.ts";
+import { readInOrder, type RawMessage } from "../../nats/ordered-read.ts";
 import { threadDeletedSchema } from "../../../shared/events.ts";
 import type { InfraNames } from "../../config/names.ts";
 import { subjects, type Subjects } from "../../nats/subjects.ts";
 import type { ChatEvent } from "./rebuild.ts";
 import { parseMessage, parseSummary } from "../../../shared/validate.ts";
-
-/** A stored event as read: its subject, stream sequence and bytes. */
-export type RawEvent = StoredMessage;
 
 /** The connection a replay reads the streams through. */
 export interface StreamAccess {
@@ -26,7 +23,7 @@ export function readStream(
   stream: string,
   filter: string | undefined,
   onStart: (total: number) => void,
-  onEvent: (event: RawEvent) => Promise<void> | void,
+  onEvent: (event: RawMessage) => Promise<void> | void,
 ): Promise<void> {
   return readInOrder(
     access.nc,
@@ -74,7 +71,7 @@ function whereInChat(names: InfraNames, subject: string): ReturnType<Subjects["p
  */
 export function parseChatEvent(
   names: InfraNames,
-  raw: RawEvent,
+  raw: RawMessage,
 ): { thread: string; event: ChatEvent } | undefined {
   const where = whereInChat(names, raw.subject);
   if (!where) return undefined;

@@ -1,6 +1,6 @@
 import type { Message } from "../../../shared/events.ts";
 import type { SummaryJob } from "../../../shared/jobs.ts";
-import { jobFor } from "../../../shared/context.ts";
+import { jobFor } from "../../../shared/job-view.ts";
 import type { CoreSettings } from "../../../shared/settings.ts";
 import type { NodeTextMap } from "./read.ts";
 import { answerByRef, type NodeTexts } from "../../../shared/replay.ts";

@@ -7,7 +7,8 @@ import { loadSettings, type Config } from "../../config/load.ts";
 import { connectNats, redactUrl } from "../../nats/connect.ts";
 import { subjects } from "../../nats/subjects.ts";
 import { createSummarizer } from "../../summarizer/index.ts";
-import { parseReplayArgs, REPLAY_USAGE, UsageError, type ReplayArgs } from "./args.ts";
+import { UsageError } from "../args.ts";
+import { parseReplayArgs, REPLAY_USAGE, type ReplayArgs } from "./args.ts";
 import { compareSnapshots, formatDifference } from "./compare.ts";
 import { createProgress, type ProgressOutput } from "./progress.ts";
 import {

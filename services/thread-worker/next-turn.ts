@@ -4,7 +4,7 @@
  * run, so the client writes them to the socket together instead of one write per slot: under
  * load, the socket writes were a sixth of the worker's CPU.
  */
-export class Soon {
+export class NextTurn {
   #queue: (() => void)[] = [];
   #scheduled = false;
 
