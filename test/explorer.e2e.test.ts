@@ -1,9 +1,13 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Browser, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology } from "../services/nats/topology.ts";
 import type { Message } from "../shared/events.ts";
 import type { OutlineSnapshot } from "../shared/snapshot.ts";
+import { startSearchService, type SearchService } from "../services/search/service.ts";
 import { launchChromium } from "./support/browser.ts";
 import { BuilderProcess } from "./support/builder-process.ts";
 import {
@@ -30,11 +34,23 @@ const C = "explore-c";
 /** A message long enough to be paged (zoom pages at 25,000 characters). */
 const BIG_AT = 3;
 const BIG = Array.from({ length: 3_000 }, (_, i) => `line ${i} of the long report.`).join(" ");
+/** Facts planted in A for the search box: one deep in the outline, one in the tail. */
+const FACT_AT = 37;
+const FACT = "Ana says the locker code is 4711, keep it quiet";
+const TAIL_FACT_AT = 239;
+const TAIL_FACT = "the courier waits at gate B-12";
+const PLANTED: Record<number, string> = {
+  [BIG_AT]: BIG,
+  [FACT_AT]: FACT,
+  [TAIL_FACT_AT]: TAIL_FACT,
+};
 
 let h: Harness;
 let worker: WorkerProcess;
 let builder: BuilderProcess;
 let browser: Browser;
+let search: SearchService;
+let searchDir: string;
 const errors: string[] = [];
 
 async function openPage(): Promise<Page> {
@@ -64,10 +80,20 @@ beforeAll(async () => {
   h = await harness(nc, names);
   worker = new WorkerProcess(workerEnv(url, names, SMALL));
   await worker.ready();
-  builder = await BuilderProcess.start(url, names, SMALL);
+  // Search on: the page shows its box; the search service (in this process) indexes CHAT.
+  searchDir = mkdtempSync(join(tmpdir(), "outline-explorer-search-"));
+  search = await startSearchService({
+    nc,
+    names,
+    path: join(searchDir, "search.db"),
+    log: () => {},
+    idleCheckMs: 200,
+  });
+  builder = await BuilderProcess.start(url, names, SMALL, { HISTORY_SEARCH: "on" });
   for (let i = 0; i < 240; i++) {
     const m = chatMessage(A, i);
-    await publishMessage(h, i === BIG_AT ? { ...m, text: BIG } : m);
+    const text = PLANTED[i];
+    await publishMessage(h, text === undefined ? m : { ...m, text });
   }
   for (let i = 0; i < 12; i++) await publishMessage(h, chatMessage(C, i));
   for (let i = 0; i < 6; i++) await publishMessage(h, chatMessage(B, i));
@@ -83,7 +109,9 @@ afterAll(async () => {
       await p.exited;
     }
   }
+  await search?.stop();
   await h?.nc.close();
+  if (searchDir) rmSync(searchDir, { recursive: true, force: true });
 });
 
 /** Clicks down from the top line holding `position` to the message, one zoom per level. */
@@ -200,6 +228,53 @@ describe("the explorer in Chromium", () => {
     await expect.poll(() => page.locator(":focus").getAttribute("aria-level")).toBe("1");
     await page.keyboard.press("Escape");
     await page.waitForURL(`${builder.base}/ui/`);
+    await page.close();
+  });
+
+  it("searches the thread's messages and opens a hit where it is", async () => {
+    const snapshot = (await readSnapshot(h, A)) as OutlineSnapshot;
+    const top = snapshot.lines.find((l) => FACT_AT >= l.id && FACT_AT < l.id + l.n);
+    expect(top, "the fact is down the outline's tree").toBeDefined();
+    expect(TAIL_FACT_AT, "the other fact is in the tail").toBeGreaterThanOrEqual(snapshot.boundary);
+    const page = await openPage();
+    await page.goto(`${builder.base}/ui/threads/${A}`);
+    await page.locator("[role=treeitem]").first().waitFor();
+    // `/` puts the focus in the search box; the hit names the top line that holds the message.
+    await page.keyboard.press("/");
+    await page.keyboard.type("LOCKER CODE");
+    const hit = page.locator(".hit");
+    await expect
+      .poll(() => attributes(hit, "data-hit"), { timeout: 15_000 })
+      .toEqual([String(FACT_AT)]);
+    expect(await hit.innerText()).toContain(`in ${top?.id}+${top?.n}`);
+    expect(await hit.locator(".preview").innerText()).toContain("«locker code»");
+    await hit.click();
+    // Opened down the tree, one line per level, to the message whole, which has the focus.
+    const card = page.locator(`[data-message='${original(A, FACT_AT).id}']`);
+    await card.waitFor();
+    expect(await card.locator(".message-text").innerText()).toBe(FACT);
+    await expect
+      .poll(() => page.locator(":focus").getAttribute("data-message"))
+      .toBe(original(A, FACT_AT).id);
+    const opened = await attributes(
+      page.locator("[role=treeitem][aria-expanded=true]"),
+      "data-line",
+    );
+    expect(opened[0]).toBe(`${top?.id}+${top?.n}`);
+    expect(opened.at(-1)).toBe(`${FACT_AT}+1`);
+    expect(await card.getAttribute("aria-level")).toBe(String(opened.length + 1));
+
+    // A hit in the tail opens there; the keyboard reaches it from the field.
+    await page.locator(".search input").fill("gate b-12");
+    await expect
+      .poll(() => attributes(hit, "data-hit"), { timeout: 15_000 })
+      .toEqual([String(TAIL_FACT_AT)]);
+    expect(await hit.innerText()).toContain("in the tail");
+    await page.keyboard.press("ArrowDown");
+    await page.keyboard.press("Enter");
+    const row = page.locator(`.tail-row[data-position='${TAIL_FACT_AT}']`);
+    await expect.poll(() => row.locator(".tail-head").getAttribute("aria-expanded")).toBe("true");
+    await expect.poll(() => row.locator(".preview").innerText()).toBe(TAIL_FACT);
     await page.close();
   });
 

@@ -12,6 +12,7 @@ import "./style.css";
 
 const KEYS: [string, string][] = [
   ["/", "filter the list, or search the thread"],
+  ["↓ ↑  Enter", "from the search field through its hits; open one"],
   ["j k  ↓ ↑", "move through threads or outline lines"],
   ["Enter", "open a thread; zoom into a line"],
   ["→ ←  l h", "zoom in, back out (outline)"],

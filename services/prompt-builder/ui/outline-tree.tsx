@@ -94,6 +94,8 @@ export function OutlineTree(props: {
   next: NextMerge | null;
   focusKey: string | null;
   onFocusKey: (key: string) => void;
+  /** A message to open down the tree (a search hit); a new object opens it again. */
+  reveal?: { position: number } | null;
 }) {
   const { thread, lines, next } = props;
   const [opened, setOpened] = useState<Map<string, Opened>>(new Map());
@@ -112,23 +114,52 @@ export function OutlineTree(props: {
     });
 
   const load = useCallback(
-    async (key: string, id: number, n: number, offset?: number) => {
+    async (key: string, id: number, n: number, offset?: number): Promise<Opened> => {
       set(key, { kind: "loading" });
+      let done: Opened;
       try {
         const q = `?id=${id}&n=${n}${offset !== undefined ? `&offset=${offset}` : ""}`;
         if (n === 1) {
           const body = await getJson<ZoomedMessage>(threadPath(thread, `/zoom${q}`));
-          set(key, { kind: "message", body });
+          done = { kind: "message", body };
         } else {
           const body = await getJson<{ lines: ZoomLine[] }>(threadPath(thread, `/zoom${q}`));
-          set(key, { kind: "lines", lines: body.lines });
+          done = { kind: "lines", lines: body.lines };
         }
       } catch (err) {
-        set(key, { kind: "error", message: (err as Error).message });
+        done = { kind: "error", message: (err as Error).message };
       }
+      set(key, done);
+      return done;
     },
     [thread],
   );
+
+  // A search hit: open the lines that hold the message, from the top line down, then its card.
+  const [landing, setLanding] = useState<string | null>(null);
+  const [found, setFound] = useState<string | null>(null);
+  const reveal = props.reveal;
+  useEffect(() => {
+    if (!reveal) return;
+    const covers = (l: { id: number; n: number }) =>
+      reveal.position >= l.id && reveal.position < l.id + l.n;
+    let cancelled = false;
+    void (async () => {
+      let line: { id: number; n: number } | undefined = lines.find(covers);
+      while (line && !cancelled) {
+        const opened = await load(keyOf(line), line.id, line.n);
+        if (opened.kind === "message") {
+          if (!cancelled) setLanding(`${keyOf(line)}#`);
+          return;
+        }
+        line = opened.kind === "lines" ? opened.lines.find(covers) : undefined;
+      }
+    })();
+    return () => {
+      cancelled = true;
+    };
+    // The lines as they are when the hit is opened: a live update does not open it again.
+  }, [reveal, load]);
 
   const toggle = (row: Row, open?: boolean) => {
     if (!row.line) return;
@@ -175,6 +206,18 @@ export function OutlineTree(props: {
   );
 
   const current = focused ?? props.focusKey ?? rows[0]?.key ?? null;
+
+  // Focus the card found once it is drawn.
+  useEffect(() => {
+    if (landing === null) return;
+    const el = rowEls.current.get(landing);
+    if (!el) return;
+    setLanding(null);
+    setFound(landing);
+    setFocused(landing);
+    el.focus({ preventScroll: true });
+    el.scrollIntoView({ block: "start" });
+  });
 
   useEffect(() => {
     if (props.focusKey === null) return;
@@ -228,6 +271,7 @@ export function OutlineTree(props: {
               rowRef={ref}
               row={row}
               focused={row.key === current}
+              found={row.key === found}
               indent={indent}
               onPage={(offset) => {
                 const parent = rows.find((r) => r.key === row.parent);
@@ -307,6 +351,8 @@ function MessageCard(props: {
   row: Row;
   rowRef: (el: HTMLElement | null) => void;
   focused: boolean;
+  /** Opened from a search hit. */
+  found: boolean;
   indent: Record<string, string>;
   onPage: (offset: number) => void;
   onFocus: () => void;
@@ -319,7 +365,7 @@ function MessageCard(props: {
       role="treeitem"
       aria-level={props.row.depth + 1}
       tabIndex={props.focused ? 0 : -1}
-      class={`tree-row card${props.focused ? " focused" : ""}`}
+      class={`tree-row card${props.focused ? " focused" : ""}${props.found ? " found" : ""}`}
       style={props.indent}
       onFocus={props.onFocus}
       data-message={message.id}

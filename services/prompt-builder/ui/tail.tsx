@@ -1,6 +1,6 @@
 // The tail: the messages still whole, their estimated tokens, and where the next cut falls.
 import { Fragment } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import type { Settings, TailMessage, TailPage, ThreadBody } from "../explorer/types.ts";
 import { getJson, threadPath } from "./api.ts";
 import { num, when } from "./format.ts";
@@ -12,12 +12,19 @@ interface Whole {
   page: { next: number | null; total: number };
 }
 
-function TailRow(props: { thread: string; m: TailMessage; due: boolean }) {
-  const { m } = props;
+function TailRow(props: {
+  thread: string;
+  m: TailMessage;
+  due: boolean;
+  /** Set when a search hit opens this message: it opens, and comes into view. */
+  revealed: object | null;
+}) {
+  const { m, revealed } = props;
   const [whole, setWhole] = useState<string | null>(null);
   const [open, setOpen] = useState(false);
-  const toggle = () => {
-    setOpen((o) => !o);
+  const head = useRef<HTMLButtonElement>(null);
+  const toggle = (to?: boolean) => {
+    setOpen((o) => to ?? !o);
     if (whole !== null) return;
     getJson<Whole>(threadPath(props.thread, `/zoom?id=${m.position}&n=1`))
       .then((z) =>
@@ -29,9 +36,25 @@ function TailRow(props: { thread: string; m: TailMessage; due: boolean }) {
       )
       .catch((err: Error) => setWhole(`could not read it: ${err.message}`));
   };
+  useEffect(() => {
+    if (!revealed) return;
+    toggle(true);
+    head.current?.focus({ preventScroll: true });
+    head.current?.scrollIntoView({ block: "nearest" });
+    // Only a new hit opens it: `toggle` is new at every render.
+  }, [revealed]);
   return (
-    <li class={`tail-row${props.due ? " due" : ""}`}>
-      <button type="button" class="tail-head" aria-expanded={open} onClick={toggle}>
+    <li
+      class={`tail-row${props.due ? " due" : ""}${revealed ? " found" : ""}`}
+      data-position={m.position}
+    >
+      <button
+        ref={head}
+        type="button"
+        class="tail-head"
+        aria-expanded={open}
+        onClick={() => toggle()}
+      >
         <span class="mono pos">{num(m.position)}</span>
         <span class="who">
           {m.from}
@@ -63,14 +86,22 @@ export function TailPanel(props: {
   body: ThreadBody;
   settings: Settings;
   version: number;
+  /** A message to open (a search hit in the tail); a new object opens it again. */
+  reveal: { position: number } | null;
 }) {
-  const { thread, body, settings } = props;
+  const { thread, body, settings, reveal } = props;
   const [offset, setOffset] = useState(0);
   const [page, setPage] = useState<TailPage | null>(null);
   const [error, setError] = useState<string | null>(null);
   const count = body.tail.count;
 
   useEffect(() => setOffset(0), [thread]);
+  // The page that holds the hit.
+  useEffect(() => {
+    if (!reveal) return;
+    const at = reveal.position - body.tail.first;
+    if (at >= 0 && at < count) setOffset(Math.floor(at / PAGE) * PAGE);
+  }, [reveal]);
   useEffect(() => {
     const abort = new AbortController();
     getJson<TailPage>(threadPath(thread, `/tail?offset=${offset}&limit=${PAGE}`), abort.signal)
@@ -150,7 +181,12 @@ export function TailPanel(props: {
                 </span>
               </li>
             )}
-            <TailRow thread={thread} m={m} due={m.position < first + cut.due} />
+            <TailRow
+              thread={thread}
+              m={m}
+              due={m.position < first + cut.due}
+              revealed={reveal?.position === m.position ? reveal : null}
+            />
           </Fragment>
         ))}
       </ol>

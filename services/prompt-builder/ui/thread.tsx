@@ -16,7 +16,7 @@ import { useKeys } from "./keys.ts";
 import { CoverageStrip, OutlineTree } from "./outline-tree.tsx";
 import { PromptPanel } from "./prompt.tsx";
 import { navigate } from "./router.tsx";
-import { SearchBox } from "./search.tsx";
+import { SearchBox, type Hit } from "./search.tsx";
 import { TailPanel } from "./tail.tsx";
 
 type Live = "connecting" | "live" | "down";
@@ -43,6 +43,8 @@ export function ThreadView(props: { thread: string; config: ExplorerConfig | nul
   const [, tick] = useState(0);
   const treeBox = useRef<HTMLDivElement>(null);
   const searchBox = useRef<HTMLInputElement>(null);
+  // The search hit opened last: down the tree when the outline holds it, else in the tail.
+  const [opened, setOpened] = useState<{ position: number; inOutline: boolean } | null>(null);
 
   useEffect(() => {
     setBody(null);
@@ -50,6 +52,7 @@ export function ThreadView(props: { thread: string; config: ExplorerConfig | nul
     setActor(null);
     setTransitions([]);
     setFocusKey(null);
+    setOpened(null);
   }, [thread]);
 
   useEffect(() => {
@@ -186,7 +189,18 @@ export function ThreadView(props: { thread: string; config: ExplorerConfig | nul
             title="summaries outstanding, and cuts waiting for them"
           />
         </div>
-        {config.search && <SearchBox thread={thread} inputRef={searchBox} />}
+        {config.search && (
+          <SearchBox
+            thread={thread}
+            inputRef={searchBox}
+            onOpen={(hit: Hit) =>
+              setOpened({
+                position: hit.id,
+                inOutline: s.lines.some((l) => hit.id >= l.id && hit.id < l.id + l.n),
+              })
+            }
+          />
+        )}
       </div>
       {error && <p class="error small">{error.message}</p>}
       <div class="columns">
@@ -215,13 +229,20 @@ export function ThreadView(props: { thread: string; config: ExplorerConfig | nul
                 next={body.nextMerge}
                 focusKey={focusKey}
                 onFocusKey={() => undefined}
+                reveal={opened?.inOutline ? opened : null}
               />
             )}
           </div>
         </section>
         <div class="side">
           <ActorPanel report={actor?.actor} transitions={transitions} loaded={actor !== null} />
-          <TailPanel thread={thread} body={body} settings={settings} version={version} />
+          <TailPanel
+            thread={thread}
+            body={body}
+            settings={settings}
+            version={version}
+            reveal={opened && !opened.inOutline ? opened : null}
+          />
           <PromptPanel
             thread={thread}
             snapshot={s}
