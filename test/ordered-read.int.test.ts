@@ -1,7 +1,7 @@
 import { jetstreamManager, StorageType, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { randomUUID } from "node:crypto";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import {
   OrderedReadError,
   readInOrder,
@@ -163,13 +163,29 @@ describe("readInOrder (a lean ordered read of a stream)", () => {
 
   it("after a long pause of onEvent, goes on with a fresh consumer: every message once, in order", async () => {
     const at = await filled(300);
-    const consumers = new Set<string>();
-    const read = await textsRead(at, { batch: 20, freshAfterPauseMs: 50 }, async (seq) => {
-      for (const info of await at.jsm.consumers.list(at.name).next()) consumers.add(info.name);
-      if (seq === 100) await new Promise((r) => setTimeout(r, 120));
-    });
+    // Counts the consumers the read makes, and where each starts, without a JetStream call
+    // from onEvent (which, on a loaded host, could itself pause past the threshold).
+    const add = vi.spyOn(at.jsm.consumers, "add");
+    const pauseMs = 200;
+    const read: string[] = [];
+    await readInOrder(
+      at.nc,
+      at.jsm,
+      at.name,
+      { batch: 20, freshAfterPauseMs: pauseMs },
+      () => {},
+      // Only message 100 returns a promise: the only pause the read can see.
+      (m) => {
+        read.push(decoder.decode(m.data));
+        if (m.seq === 100) return new Promise((r) => setTimeout(r, 2 * pauseMs));
+      },
+    );
     expect(read).toEqual(expected(0, 300));
-    expect(consumers.size).toBe(2);
+    // The first from the start; one fresh one after the pause, past what was taken before it.
+    const starts = add.mock.calls.map(([, config]) => config.opt_start_seq);
+    expect(starts).toHaveLength(2);
+    expect(starts[0]).toBeUndefined();
+    expect(starts[1]).toBeGreaterThan(100);
   });
 
   it("stops at what is left when the rest is purged while it reads (nothing waited for past idleMs)", async () => {
