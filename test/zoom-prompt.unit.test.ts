@@ -179,6 +179,29 @@ describe("prompt", () => {
     expect(p.messages[2]).toMatchObject({ role: "assistant", state: { thought: "new" } });
   });
 
+  it("keeps back model state written at the very instant of the cut (cutAt is the newest message cut, so it came before the new start)", () => {
+    const cutAt = "2026-03-01T10:00:00Z";
+    const at = msg(3, "north", { at: cutAt, state: { thought: "at the cut" } });
+    // The same instant written another way: compared as times, not strings.
+    const sameInstant = msg(4, "north", {
+      at: "2026-03-01T11:00:00.000+01:00",
+      state: { thought: "same instant" },
+    });
+    const justAfter = msg(5, "north", {
+      at: "2026-03-01T10:00:00.001Z",
+      state: { thought: "after" },
+    });
+    const p = buildOpenAIPrompt({
+      agent: "north",
+      lines,
+      cutAt,
+      tail: [at, sameInstant, justAfter],
+    });
+    expect(p.messages[1]).toEqual({ role: "assistant", content: at.text });
+    expect(p.messages[2]).toEqual({ role: "assistant", content: sameInstant.text });
+    expect(p.messages[3]).toMatchObject({ role: "assistant", state: { thought: "after" } });
+  });
+
   it("Anthropic format: 4-line blocks, marks on the last whole block and 20 and 40 blocks before it", () => {
     const many: PromptLine[] = Array.from({ length: 4 * 50 + 2 }, (_, k) => ({
       id: k,

@@ -1,5 +1,8 @@
 import { createHash } from "node:crypto";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import { eraseSubject } from "../nats/erase.ts";
 import { isWrongLastSequence, type KvWrites } from "../nats/kv-writer.ts";
+import { kvStream, kvSubject } from "./buckets.ts";
 
 /**
  * Which CHAT sequence first carried each message id of a thread, in the `<kvBucket>-ids` bucket,
@@ -45,4 +48,19 @@ export async function claimMessageId(
     return { type: "new" };
   }
   return firstSeq === seq ? { type: "new" } : { type: "duplicate", firstSeq };
+}
+
+/** The subject filter of every key `claimMessageId` writes for `thread` in bucket `idsBucket`. */
+export function idIndexFilter(idsBucket: string, thread: string): string {
+  return kvSubject(idsBucket, `${thread}.>`);
+}
+
+/** Erases the thread's whole id index (its thread.deleted); returns how many entries went. */
+export function eraseIdIndex(
+  jsm: JetStreamManager,
+  idsBucket: string,
+  thread: string,
+  purge: boolean,
+): Promise<number> {
+  return eraseSubject(jsm, kvStream(idsBucket), idIndexFilter(idsBucket, thread), { purge });
 }
