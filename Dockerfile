@@ -1,37 +1,45 @@
 # One image for every outline service; SERVICE picks which one runs:
 #   docker build -t outline .
-#   docker run -e SERVICE=prompt-builder -e NATS_URL=nats://host:4222 -p 8080:8080 -e HOST=0.0.0.0 outline
-# or name the entry file as the command:
-#   docker run outline node --import tsx services/thread-worker/main.ts
-# Dependencies are installed in a stage with a C++ toolchain: better-sqlite3 (the search index)
-# is a native addon, compiled when no prebuilt binary can be fetched for this Node. The runtime
-# stage takes the installed node_modules only.
-FROM node:20-slim AS deps
+#   docker run -e SERVICE=prompt-builder -e NATS_URL=nats://host:4222 -p 8080:8080 \
+#     -e HOST=0.0.0.0 -e OUTLINE_API_TOKEN=<secret> outline
+# or name the compiled entry as the command:
+#   docker run outline node dist/thread-worker.js
+# The services run as compiled JavaScript (services/build/build.js) on the current LTS Node.
+# Node 20, which development on this repository still supports, reached its end of life.
+
+# Production dependencies. better-sqlite3 (the search index) is a native addon, compiled here
+# when no prebuilt binary can be fetched for this Node; scripts are skipped otherwise (npm's
+# `prepare` builds the sources, which are not copied yet).
+FROM node:24-slim AS deps
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
   && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+  && npm rebuild better-sqlite3 \
+  && npm cache clean --force
 
-FROM node:20-slim
-
-WORKDIR /app
-ENV NODE_ENV=production
-
-# Dependencies first, so a code change does not reinstall them. tsx is a runtime dependency:
-# the services run from their TypeScript sources, the same files the tests run.
-COPY package.json package-lock.json ./
-COPY --from=deps /app/node_modules ./node_modules
-# The search service's index (OUTLINE_SEARCH_DB, default .data/search.db): a volume mounted here
-# keeps it across container restarts, owned by the user the services run as.
-RUN mkdir -p /app/.data && chown node:node /app/.data
-
+# The compiled services: dist/<service>.js and the chunks they share (esbuild is a dependency).
+FROM deps AS build
 COPY tsconfig.json ./
 COPY shared ./shared
 COPY machines ./machines
 COPY services ./services
+RUN node services/build/build.js
+
+FROM node:24-slim
+WORKDIR /app
+ENV NODE_ENV=production
+COPY package.json ./
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# The explorer's page is bundled from its sources on the first /ui/ request.
+COPY services/prompt-builder/ui ./services/prompt-builder/ui
+# The search service's index (OUTLINE_SEARCH_DB, default .data/search.db): a volume mounted here
+# keeps it across container restarts, owned by the user the services run as.
+RUN mkdir -p /app/.data && chown node:node /app/.data
 
 USER node
 ENV SERVICE=thread-worker
 # exec: node gets SIGTERM from `docker stop` directly and drains (compose adds an init as PID 1).
-CMD ["sh", "-c", "entry=\"services/$SERVICE/main.ts\"; if [ ! -f \"$entry\" ]; then echo \"outline: SERVICE=$SERVICE has no $entry; use SERVICE=thread-worker, SERVICE=prompt-builder or SERVICE=search\" >&2; exit 64; fi; exec node --import tsx \"$entry\""]
+CMD ["sh", "-c", "entry=\"dist/$SERVICE.js\"; case \"$SERVICE\" in thread-worker|prompt-builder|search) ;; *) echo \"outline: SERVICE=$SERVICE is not a service; use SERVICE=thread-worker, SERVICE=prompt-builder or SERVICE=search\" >&2; exit 64;; esac; exec node \"$entry\""]

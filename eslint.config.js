@@ -30,4 +30,16 @@ export default tseslint.config(
     files: ["**/*.js"],
     ...tseslint.configs.disableTypeChecked,
   },
+  {
+    // The plain-JavaScript launchers (bins, build, nats-server's lifeline) run on Node.
+    files: ["services/**/*.js"],
+    languageOptions: {
+      globals: {
+        process: "readonly",
+        setTimeout: "readonly",
+        setInterval: "readonly",
+        clearInterval: "readonly",
+      },
+    },
+  },
 );

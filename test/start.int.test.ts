@@ -9,6 +9,7 @@ import { MissingNatsServerError, startNatsServer } from "../services/start/nats-
 import { freePort, isPortFree } from "../services/start/processes.ts";
 import type { Config } from "../services/config/load.ts";
 import { runStart, type StartControl } from "../services/start/run.ts";
+import { SERVICES } from "../services/start/services.ts";
 
 let dir: string;
 beforeEach(() => {
@@ -213,6 +214,47 @@ describe("runStart", () => {
     );
     expect(on).toBe(1);
     expect(errors.join("\n")).toContain("search.mjs is missing");
+  });
+
+  it("passes `npm start -- --inspect=URL` to the thread worker only, and says so", async () => {
+    const argvOf = (name: string) =>
+      `import { writeFileSync } from "node:fs"; writeFileSync(${JSON.stringify(`${name}.argv`)}, JSON.stringify(process.argv.slice(2))); process.on("SIGTERM", () => process.exit(0)); setInterval(() => {}, 1000);`;
+    const services = SERVICES.filter((s) => s.when === undefined).map((s) => {
+      writeFileSync(join(dir, `${s.name}.mjs`), argvOf(s.name));
+      return { ...s, entry: `${s.name}.mjs`, http: false };
+    });
+    const lines: string[] = [];
+    const { control, stop } = controllable();
+    const code = await runStart(
+      {
+        services,
+        argv: ["--inspect=ws://127.0.0.1:17999"],
+        env: { ...process.env, NATS_URL: "nats://127.0.0.1:4999" },
+        cwd: dir,
+        out: (line) => {
+          lines.push(line);
+          if (!line.startsWith("  stop:")) return;
+          const poll = setInterval(() => {
+            if (
+              !["thread-worker", "prompt-builder"].every((n) => existsSync(join(dir, `${n}.argv`)))
+            )
+              return;
+            clearInterval(poll);
+            stop("SIGTERM");
+          }, 20);
+        },
+        err: () => {},
+      },
+      control,
+    );
+    expect(code).toBe(0);
+    const argv = (name: string) =>
+      JSON.parse(readFileSync(join(dir, `${name}.argv`), "utf8")) as unknown;
+    expect(argv("thread-worker")).toEqual(["--inspect=ws://127.0.0.1:17999"]);
+    expect(argv("prompt-builder")).toEqual([]);
+    expect(lines.join("\n")).toContain(
+      "inspector:     the worker's thread actors (--inspect=ws://127.0.0.1:17999)",
+    );
   });
 
   it("refuses to start when a service file is missing or a setting is bad", async () => {

@@ -1,7 +1,6 @@
 #!/usr/bin/env node
-// `npx outline <command>`: registers tsx so the TypeScript sources run as they are (no build
-// step), then hands over to the CLI.
-import { register } from "tsx/esm/api";
+// `npx outline <command>`: the compiled CLI (dist/cli.js, rebuilt first when a source changed);
+// OUTLINE_FROM_SOURCES=1 runs the TypeScript through tsx instead.
+import { launch } from "../build/build.js";
 
-register();
-await import("./main.ts");
+await launch("cli");

@@ -11,7 +11,6 @@ export interface Output {
  */
 export interface Command {
   name: string;
-  summary: string;
   usage: string;
   run(argv: readonly string[], out: Output): Promise<number>;
 }

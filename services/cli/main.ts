@@ -1,7 +1,7 @@
 import { SettingsError } from "../../shared/errors.ts";
 import { ApiError } from "../prompt-builder/api-error.ts";
 import { UsageError } from "./args.ts";
-import type { Command, Output } from "./command.ts";
+import type { Output } from "./command.ts";
 import { COMMANDS } from "./commands.ts";
 
 // Exit codes: 0 done, 1 the command failed (not found, NATS down, …), 2 the command line was wrong.
@@ -31,14 +31,15 @@ async function main(argv: readonly string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === "--help" || name === "-h" || name === "help") {
     const target = COMMANDS.find((c) => c.name === rest[0]);
-    process.stdout.write(`${target ? target.usage : usage()}\n`);
+    process.stdout.write(`${target ? (await target.load()).usage : usage()}\n`);
     return name === undefined ? USAGE_ERROR : 0;
   }
-  const command: Command | undefined = COMMANDS.find((c) => c.name === name);
-  if (!command) {
+  const entry = COMMANDS.find((c) => c.name === name);
+  if (!entry) {
     process.stderr.write(`outline: unknown command '${name}'\n\n${usage()}\n`);
     return USAGE_ERROR;
   }
+  const command = await entry.load();
   try {
     return await command.run(rest, out);
   } catch (err) {
@@ -57,6 +58,15 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`outline ${command.name}: ${(err as Error).message}\n`);
     return FAILED;
   }
+}
+
+// `outline outline T | head`: the reader has gone, which is no error of ours. Exit at once and
+// quietly, as other command-line tools do, instead of a stack trace for every later write.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code === "EPIPE") process.exit(process.exitCode ?? 0);
+    throw err;
+  });
 }
 
 process.exitCode = await main(process.argv.slice(2));

@@ -11,7 +11,6 @@ the time of its newest message and its text; then the tail.
 
 export const outline: Command = {
   name: "outline",
-  summary: "print a thread's outline lines with levels and sizes",
   usage: USAGE,
   async run(argv, out) {
     const args = parse(argv, { json: { type: "boolean" } }, 1);

@@ -19,7 +19,6 @@ function contentText(m: OpenAIMessage | AnthropicMessage): string {
 
 export const prompt: Command = {
   name: "prompt",
-  summary: "print the prompt an agent would get",
   usage: USAGE,
   async run(argv, out) {
     const args = parse(

@@ -16,7 +16,6 @@ through a running search service (HISTORY_SEARCH=on; npm start runs one). Each h
 
 export const search: Command = {
   name: "search",
-  summary: "find the messages of a thread that contain a text",
   usage: USAGE,
   async run(argv, out) {
     const args = parse(

@@ -17,7 +17,6 @@ Nats-Msg-Id = the message id (so a retry is stored once).
 
 export const send: Command = {
   name: "send",
-  summary: "publish a message to a thread",
   usage: USAGE,
   async run(argv, out) {
     const args = parse(

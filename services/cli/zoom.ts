@@ -14,7 +14,6 @@ n is a power of two and id a multiple of n.
 
 export const zoom: Command = {
   name: "zoom",
-  summary: "open an outline line, or read a message whole",
   usage: USAGE,
   async run(argv, out) {
     const args = parse(

@@ -11,6 +11,7 @@ import { createOperations } from "./operations.ts";
 import { createReader } from "./reader.ts";
 import { forwardSearch } from "./search-forward.ts";
 import { natsUrlOf } from "../config/nats-url.ts";
+import { onSupervisorGone } from "../start/lifeline.ts";
 
 // Wiring only: settings → NATS → reader → operations → HTTP and NATS transports; drain on signal.
 const log = (line: string) => console.error(line);
@@ -92,6 +93,7 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
+  onSupervisorGone(stop);
 }
 
 main().catch((err: unknown) => {

@@ -5,6 +5,7 @@ import { ensureTopology } from "../nats/topology.ts";
 import { searchSubject } from "./api.ts";
 import { parseSearchConfig } from "./config.ts";
 import { startSearchService } from "./service.ts";
+import { onSupervisorGone } from "../start/lifeline.ts";
 
 // Wiring only: settings → NATS → index file → indexer → search → NATS API; drain on signal.
 const log = (line: string) => console.error(line);
@@ -59,6 +60,7 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
+  onSupervisorGone(stop);
 }
 
 main().catch((err: unknown) => {

@@ -1,29 +1,22 @@
-import { killAllStarted, runStart, type ServiceEntry } from "./run.ts";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { killAllStarted, runStart } from "./run.ts";
+import { SERVICES } from "./services.ts";
+import { operatorSignals, whenOrphaned } from "./signals.ts";
 
-// The services `npm start` runs, in start order; stopped together on Ctrl-C.
-const SERVICES: readonly ServiceEntry[] = [
-  { name: "thread-worker", entry: "services/thread-worker/main.ts" },
-  { name: "prompt-builder", entry: "services/prompt-builder/main.ts", http: true },
-  // The search index (docs/search.md) costs disk and CPU per message: only when it is on.
-  { name: "search", entry: "services/search/main.ts", when: (config) => config.settings.search },
-];
-
-function signalOnce(nth: number): Promise<string> {
-  return new Promise((resolve) => {
-    let seen = 0;
-    const onSignal = (signal: NodeJS.Signals) => {
-      seen += 1;
-      if (seen === nth) resolve(signal);
-    };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
-  });
-}
+// Compiled (dist/start.js), each service runs from its own compiled file beside this one.
+const compiledDir = import.meta.url.endsWith(".js")
+  ? dirname(fileURLToPath(import.meta.url))
+  : undefined;
+const services = compiledDir
+  ? SERVICES.map((s) => ({ ...s, entry: join(compiledDir, `${s.name}.js`) }))
+  : SERVICES;
 
 process.on("exit", killAllStarted);
+const signals = operatorSignals();
 const code = await runStart(
-  { services: SERVICES, argv: process.argv.slice(2) },
-  { stop: signalOnce(1), force: signalOnce(2) },
+  { services, argv: process.argv.slice(2), loader: compiledDir ? "none" : "tsx" },
+  { stop: Promise.race([signals.stop, whenOrphaned()]), force: signals.force },
 );
 // Exiting at once could cut off output still queued for a pipe; a stray handle must not keep us up.
 process.exitCode = code;

@@ -1,4 +1,5 @@
 import { mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import {
   describeExit,
   findBinary,
@@ -8,6 +9,9 @@ import {
   waitForPort,
   type Exit,
 } from "./processes.ts";
+
+// Beside this module's code, as TypeScript and compiled (the build emits it into dist/).
+const LIFELINE = new URL("./nats-lifeline.js", import.meta.url);
 
 /** nats-server is not installed; the message says how to install it. */
 export class MissingNatsServerError extends Error {
@@ -41,12 +45,20 @@ export interface LocalNatsOptions {
   configFile?: string;
   /** Its environment, e.g. the passwords a config file refers to. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Run it through services/start/nats-lifeline.js, which stops it when this process dies (even
+   * by SIGKILL), after the services it is told of have stopped.
+   */
+  lifeline?: boolean;
 }
 
 export interface LocalNats {
   url: string;
   port: number;
+  /** nats-server, or its lifeline process (which passes signals on and exits as it does). */
   process: ManagedProcess;
+  /** With a lifeline: the services to wait for, should this process die, before stopping. */
+  waitFor(pids: readonly number[]): void;
   /** Shuts JetStream down cleanly (its files flushed) before the process exits. */
   stop(graceMs?: number): Promise<Exit>;
 }
@@ -62,15 +74,17 @@ export async function startNatsServer(options: LocalNatsOptions): Promise<LocalN
     preferred !== 0 && (await isPortFree(preferred, host)) ? preferred : await freePort(host);
   mkdirSync(options.storeDir, { recursive: true });
 
+  const args = [
+    ...(options.configFile ? ["-c", options.configFile] : []),
+    ...["-js", "-a", host, "-p", String(port), "-sd", options.storeDir],
+  ];
   const server = new ManagedProcess(
     "nats-server",
-    path,
-    [
-      ...(options.configFile ? ["-c", options.configFile] : []),
-      ...["-js", "-a", host, "-p", String(port), "-sd", options.storeDir],
-    ],
+    options.lifeline ? process.execPath : path,
+    options.lifeline ? [fileURLToPath(LIFELINE), path, ...args] : args,
     {
       output: "quiet",
+      lifeline: options.lifeline === true,
       ...(options.logFile ? { logFile: options.logFile } : {}),
       ...(options.env ? { env: options.env } : {}),
     },
@@ -101,6 +115,7 @@ export async function startNatsServer(options: LocalNatsOptions): Promise<LocalN
     url: `nats://${host}:${port}`,
     port,
     process: server,
+    waitFor: (pids) => server.send({ services: pids }),
     // nats-server 2.9 shuts down the same way on SIGINT and SIGTERM, but exits 1 after SIGTERM;
     // SIGINT gives 0, so a non-zero exit still means something went wrong.
     stop: (graceMs = 10_000) => server.stop("SIGINT", graceMs),

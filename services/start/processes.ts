@@ -93,6 +93,11 @@ export interface SpawnOptions {
   output?: "prefix" | "quiet";
   /** Also append everything the process writes to this file. */
   logFile?: string;
+  /**
+   * An IPC channel to it, its lifeline (services/start/lifeline.ts): it sees us die, SIGKILL
+   * included, and stops.
+   */
+  lifeline?: boolean;
 }
 
 const KEPT_LINES = 50;
@@ -113,7 +118,7 @@ export class ManagedProcess {
     this.child = spawn(command, args, {
       cwd: options.cwd,
       env: options.env ?? process.env,
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: options.lifeline ? ["ignore", "pipe", "pipe", "ipc"] : ["ignore", "pipe", "pipe"],
       detached: true,
     });
     this.#log = options.logFile ? createWriteStream(options.logFile, { flags: "a" }) : undefined;
@@ -159,8 +164,24 @@ export class ManagedProcess {
     return this.#recent.join("\n");
   }
 
+  /** Sends a signal to it; SIGKILL goes to its whole process group (what it started dies too). */
   signal(signal: NodeJS.Signals): void {
-    if (this.running) this.child.kill(signal);
+    if (!this.running) return;
+    const pid = this.child.pid;
+    if (signal === "SIGKILL" && pid !== undefined) {
+      try {
+        process.kill(-pid, signal);
+        return;
+      } catch {
+        // no group (it is gone already): the plain kill below
+      }
+    }
+    this.child.kill(signal);
+  }
+
+  /** A message over its lifeline, if it has one and still listens. */
+  send(message: unknown): void {
+    if (this.running && this.child.connected) this.child.send(message as object);
   }
 
   /** Asks it to stop, and kills it when it has not within `graceMs`. */

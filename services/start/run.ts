@@ -5,6 +5,7 @@ import { pathToFileURL } from "node:url";
 import { SettingsError } from "../../shared/errors.ts";
 import { CONFIG_VARIABLE, loadSettings, type Config } from "../config/load.ts";
 import { redactUrl } from "../nats/connect.ts";
+import { acquireFolderLock, FolderBusyError, type FolderLock } from "./folder-lock.ts";
 import { startNatsServer, type LocalNats } from "./nats-server.ts";
 import { describeExit, ManagedProcess, waitForHttp, type Exit } from "./processes.ts";
 import { removeLocalNatsUrl, writeLocalNatsUrl } from "../config/nats-url.ts";
@@ -18,6 +19,8 @@ export interface ServiceEntry {
   http?: boolean;
   /** Started only when this says so (e.g. a setting turns the service on). */
   when?: (config: Config) => boolean;
+  /** Its arguments, from those `npm start` was given (e.g. the worker's `--inspect`). */
+  args?: (argv: readonly string[]) => string[];
 }
 
 /** Ways the operator asks us to stop: the first drains, the second kills. */
@@ -34,6 +37,11 @@ export interface StartOptions {
   /** Local nats-server data and log; default `<cwd>/.data`. */
   dataDir?: string;
   natsBinary?: string;
+  /**
+   * `tsx` (default): the entries are TypeScript, run through tsx's loader; `none`: they are
+   * compiled JavaScript (dist/).
+   */
+  loader?: "tsx" | "none";
   /** How long services get to drain before they are killed. */
   stopGraceMs?: number;
   /** How long to wait for the HTTP service's /healthz before printing the banner anyway. */
@@ -61,7 +69,15 @@ function browsableHost(host: string): string {
   return host.includes(":") ? `[${host}]` : host;
 }
 
-function banner(config: Config, natsUrl: string, local: boolean, http: string, ready: boolean) {
+function banner(
+  config: Config,
+  natsUrl: string,
+  local: boolean,
+  http: string,
+  ready: boolean,
+  argv: readonly string[],
+) {
+  const inspect = argv.find((a) => a === "--inspect" || a.startsWith("--inspect="));
   const nats = local
     ? `${natsUrl}  (local nats-server, data in ./.data/nats)`
     : `${redactUrl(natsUrl)}  (from NATS_URL)`;
@@ -75,6 +91,9 @@ function banner(config: Config, natsUrl: string, local: boolean, http: string, r
     `  read a prompt: curl '${http}/threads/<thread>/prompt?agent=<agent>'`,
     `  outline:       curl '${http}/threads/<thread>/outline'`,
     `  settings:      ${config.configFile ?? "defaults and environment (no config file)"}`,
+    ...(inspect
+      ? [`  inspector:     the worker's thread actors (${inspect}); watch: npx outline inspect`]
+      : []),
     "  stop:          Ctrl-C (drains, then stops)",
     "",
   ];
@@ -115,37 +134,57 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
   }
 
   let local: LocalNats | undefined;
+  let lock: FolderLock | undefined;
   let natsUrl = config.settings.natsUrl;
   const dataDir = options.dataDir ?? join(cwd, ".data");
+  const http = `http://${browsableHost(config.settings.host)}:${config.settings.port}`;
   if (natsUrl === undefined) {
     mkdirSync(dataDir, { recursive: true });
+    // One start per folder runs its nats-server on ./.data: a second exits here, touching nothing.
+    try {
+      lock = acquireFolderLock(dataDir);
+    } catch (e) {
+      if (!(e instanceof FolderBusyError)) throw e;
+      err(`outline: ${e.message}`);
+      return 1;
+    }
     try {
       local = await startNatsServer({
         storeDir: join(dataDir, "nats"),
         logFile: join(dataDir, "nats-server.log"),
+        lifeline: true,
         ...(options.natsBinary ? { binary: options.natsBinary } : {}),
       });
     } catch (e) {
+      lock.release();
       err(`outline: ${(e as Error).message}`);
       return 1;
     }
     started.add(local.process);
     natsUrl = local.url;
+    lock.update({
+      nats: natsUrl,
+      http,
+      ...(local.process.pid ? { natsPid: local.process.pid } : {}),
+    });
     writeLocalNatsUrl(dataDir, natsUrl);
   }
 
   const childEnv: NodeJS.ProcessEnv = { ...env, NATS_URL: natsUrl };
   // The children must read the same file even when it was named with --config.
   if (config.configFile !== undefined) childEnv[CONFIG_VARIABLE] = config.configFile;
-  const loader = tsxLoader();
+  const loader = options.loader === "none" ? [] : ["--import", tsxLoader()];
   const services = wanted.map((s) => {
-    const p = new ManagedProcess(s.name, process.execPath, ["--import", loader, s.entry], {
+    const args = [...loader, s.entry, ...(s.args?.(options.argv ?? []) ?? [])];
+    const p = new ManagedProcess(s.name, process.execPath, args, {
       cwd,
       env: childEnv,
+      lifeline: true,
     });
     started.add(p);
     return p;
   });
+  local?.waitFor(services.flatMap((p) => (p.pid === undefined ? [] : [p.pid])));
 
   type Outcome = { kind: "stop"; why: string } | { kind: "died"; who: ManagedProcess; exit: Exit };
   const watched = local ? [...services, local.process] : services;
@@ -154,7 +193,6 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
     ...watched.map((who) => who.exited.then((exit) => ({ kind: "died" as const, who, exit }))),
   ]);
 
-  const http = `http://${browsableHost(config.settings.host)}:${config.settings.port}`;
   const hasHttp = wanted.some((s) => s.http);
   const ready = hasHttp
     ? await Promise.race([
@@ -162,7 +200,8 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
         outcome.then(() => false),
       ])
     : true;
-  for (const line of banner(config, natsUrl, local !== undefined, http, ready)) out(line);
+  for (const line of banner(config, natsUrl, local !== undefined, http, ready, options.argv ?? []))
+    out(line);
 
   const result = await outcome;
   let code = 0;
@@ -181,6 +220,7 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
     await Promise.all(services.map((p) => p.stop("SIGTERM", graceMs)));
     await local?.stop();
     if (local) removeLocalNatsUrl(dataDir);
+    lock?.release();
     return code;
   })();
   const forced = control.force.then((why) => {
@@ -190,6 +230,8 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
   });
   const finalCode = await Promise.race([orderly, forced]);
   for (const p of watched) await p.exited;
+  // After a forced stop too: nothing of ours runs any more.
+  lock?.release();
   for (const p of watched) started.delete(p);
   if (finalCode === 0) out("outline: stopped");
   return finalCode;

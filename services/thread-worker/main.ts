@@ -7,6 +7,7 @@ import { consoleLogger, errorText } from "./log.ts";
 import { workerSettings } from "./settings.ts";
 import { startThreadWorker, workerMetricsSubject } from "./worker.ts";
 import { natsUrlOf } from "../config/nats-url.ts";
+import { onSupervisorGone } from "../start/lifeline.ts";
 
 // Wiring only: settings → NATS → topology → summarizer → worker; drain on SIGTERM/SIGINT.
 const log = consoleLogger();
@@ -58,6 +59,7 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
+  onSupervisorGone(stop);
 }
 
 main().catch((err: unknown) => {

@@ -4,7 +4,6 @@ import { INSPECT_USAGE, run } from "./run.ts";
 /** `outline inspect`: runs until Ctrl-C, printing thread actors' transitions. */
 export const inspect: Command = {
   name: "inspect",
-  summary: "print thread actors' transitions live (worker started with --inspect)",
   usage: INSPECT_USAGE,
   run: (argv) => run(argv),
 };

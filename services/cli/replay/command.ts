@@ -5,7 +5,6 @@ import { run } from "./run.ts";
 /** `outline replay`: its run prints its own help and errors, and returns the exit code. */
 export const replay: Command = {
   name: "replay",
-  summary: "rebuild outlines from CHAT + HISTORY (--verify, --into BUCKET)",
   usage: REPLAY_USAGE,
   run: (argv) => run(argv),
 };

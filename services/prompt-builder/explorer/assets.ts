@@ -16,8 +16,16 @@ export interface ExplorerAssets {
   version: string;
 }
 
-/** The page's sources: services/prompt-builder/ui/. */
-export const UI_SOURCES = fileURLToPath(new URL("../ui/", import.meta.url));
+/**
+ * The page's sources: services/prompt-builder/ui/. From TypeScript this module sits in
+ * explorer/; compiled, its code sits in dist/ at the repository's top (services/build/build.js).
+ */
+export const UI_SOURCES = fileURLToPath(
+  new URL(
+    import.meta.url.endsWith(".ts") ? "../ui/" : "../services/prompt-builder/ui/",
+    import.meta.url,
+  ),
+);
 
 const TYPES: Record<string, string> = {
   ".js": "text/javascript; charset=utf-8",

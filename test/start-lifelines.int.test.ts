@@ -1,0 +1,123 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+
+// `npm start` (its signal handling and lifelines, with stand-in services) as a process of its
+// own, killed in the ways an operator kills it; then nothing it started may be left.
+const FIXTURE = "test/support/start-fixture.ts";
+
+let dir: string;
+let spawned: ChildProcess[] = [];
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "outline-lifelines-"));
+});
+afterEach(() => {
+  for (const child of spawned) child.kill("SIGKILL");
+  spawned = [];
+  for (const pid of leftIn(dir)) process.kill(pid, "SIGKILL");
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The processes whose command line names the folder (nats-server's store, the stand-ins). */
+function leftIn(folder: string): number[] {
+  return readdirSync("/proc")
+    .filter((p) => /^\d+$/.test(p))
+    .filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, "utf8").includes(folder);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Starts the fixture through `command` (e.g. a shell standing for npm) and waits for the banner. */
+async function start(command: string[], env: NodeJS.ProcessEnv = process.env): Promise<Started> {
+  const [file = "", ...args] = command;
+  const child = spawn(file, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+  spawned.push(child);
+  let text = "";
+  child.stdout?.on("data", (d: Buffer) => (text += d.toString()));
+  child.stderr?.on("data", (d: Buffer) => (text += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  await until(() => text.includes("stop:") || text.includes("exit "), 60_000);
+  // The banner can come before the stand-ins ran their first line.
+  await until(() => (text.match(/\] up/g) ?? []).length === 2 || text.includes("exit "), 30_000);
+  return { child, output: () => text, exited };
+}
+
+async function until(done: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const node = [process.execPath, "--import", "tsx", FIXTURE];
+
+describe("npm start's lifelines", () => {
+  it("leaves nothing running when it is SIGKILLed: the services drain, nats-server stops", async () => {
+    const started = await start([...node, dir]);
+    expect(leftIn(dir).length).toBeGreaterThanOrEqual(4); // the stand-ins, nats-server, its lifeline
+    started.child.kill("SIGKILL");
+    await until(() => leftIn(dir).length === 0, 40_000);
+    // Each service saw its lifeline break and drained as on SIGTERM.
+    expect(readFileSync(join(dir, "worker.stopped"), "utf8")).toBe("npm start is gone");
+    expect(readFileSync(join(dir, "api.stopped"), "utf8")).toBe("npm start is gone");
+    // Its lock is left behind, stale: the next start takes it over.
+    expect(existsSync(join(dir, ".data", "start.lock"))).toBe(true);
+    const again = await start([...node, dir]);
+    again.child.kill("SIGTERM");
+    expect(await again.exited).toBe(0);
+  });
+
+  it("stops everything when npm above its `sh -c` is SIGKILLed", async () => {
+    // npm runs a script as `sh -c "<script>"`; a shell here stands for npm.
+    const script = `sh -c '${node.join(" ")} ${dir}'; true`;
+    const npm = await start(["sh", "-c", script], { ...process.env, npm_lifecycle_event: "start" });
+    npm.child.kill("SIGKILL");
+    await until(() => leftIn(dir).length === 0, 40_000);
+    expect(readFileSync(join(dir, "worker.stopped"), "utf8")).toBe("SIGTERM");
+  });
+
+  it("refuses a second start in the same folder, naming the first, and touches nothing", async () => {
+    const first = await start([...node, dir]);
+    const url = readFileSync(join(dir, ".data", "nats.url"), "utf8");
+    const second = spawn(process.execPath, ["--import", "tsx", FIXTURE, dir], { stdio: "pipe" });
+    spawned.push(second);
+    let text = "";
+    second.stderr.on("data", (d: Buffer) => (text += d.toString()));
+    second.stdout.on("data", (d: Buffer) => (text += d.toString()));
+    const code = await new Promise((r) => second.on("exit", r));
+    expect(code).toBe(1);
+    expect(text).toContain(`another 'npm start' is running in this folder: PID ${first.child.pid}`);
+    expect(text).toContain(url.trim());
+    expect(readFileSync(join(dir, ".data", "nats.url"), "utf8")).toBe(url);
+    expect(first.output()).not.toContain("exit ");
+
+    first.child.kill("SIGTERM");
+    expect(await first.exited).toBe(0);
+    expect(existsSync(join(dir, ".data", "start.lock"))).toBe(false);
+  });
+
+  it("takes one Ctrl-C delivered twice (terminal and npm) as one graceful stop", async () => {
+    const started = await start([...node, dir]);
+    // What a terminal and npm do within milliseconds of each other.
+    started.child.kill("SIGINT");
+    started.child.kill("SIGINT");
+    expect(await started.exited).toBe(0);
+    expect(started.output()).not.toContain("again: killing everything");
+    expect(readFileSync(join(dir, "worker.stopped"), "utf8")).toBe("SIGTERM");
+    expect(leftIn(dir)).toEqual([]);
+  });
+});
