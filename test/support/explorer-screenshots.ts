@@ -1,12 +1,14 @@
 // `npm run screenshots`: the README's pictures of the explorer, taken by Chromium from a system
-// run here (its own nats-server on a free port, the worker and the prompt-builder as processes)
-// with a few scripted threads. Writes docs/explorer-{list,thread}-{light,dark}.png at 1280 px.
+// run here (its own nats-server on a free port, the worker and the prompt-builder as processes,
+// search on) with a few scripted threads. Writes docs/explorer-{list,thread}-{light,dark}.png and
+// docs/explorer-search-light.png at 1280 px.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { connectNats } from "../../services/nats/connect.ts";
 import { ensureTopology } from "../../services/nats/topology.ts";
+import { startSearchService } from "../../services/search/service.ts";
 import { startNatsServer } from "../../services/start/nats-server.ts";
 import type { CoreSettings } from "../../shared/settings.ts";
 import { launchChromium } from "./browser.ts";
@@ -45,7 +47,17 @@ async function main(): Promise<void> {
       await worker.exited;
     });
     await worker.ready();
-    const builder = await BuilderProcess.start(nats.url, names, SETTINGS);
+    // Search on: the thread page shows its box (the search service runs in this process).
+    const search = await startSearchService({
+      nc,
+      names,
+      path: join(dir, "search.db"),
+      log: () => {},
+    });
+    stops.push(() => search.stop());
+    const builder = await BuilderProcess.start(nats.url, names, SETTINGS, {
+      HISTORY_SEARCH: "on",
+    });
     stops.push(async () => {
       builder.child.kill("SIGTERM");
       await builder.exited;
@@ -77,6 +89,15 @@ async function main(): Promise<void> {
       await page.locator(".transitions tr").first().waitFor();
       await page.mouse.move(0, 0);
       await shoot(page, `explorer-thread-${scheme}.png`);
+
+      // A fact found by search and opened down the tree (light only: docs/explorer.md shows it).
+      if (scheme === "light") {
+        await page.locator(".search input").fill("passport");
+        await page.locator(".hit").first().click();
+        await page.locator(".tree-row.card.found").waitFor();
+        await page.mouse.move(0, 0);
+        await shoot(page, "explorer-search-light.png");
+      }
       await page.close();
     }
   } finally {

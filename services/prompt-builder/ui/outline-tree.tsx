@@ -136,7 +136,7 @@ export function OutlineTree(props: {
   );
 
   // A search hit: open the lines that hold the message, from the top line down, then its card.
-  const [landing, setLanding] = useState<string | null>(null);
+  const [landing, setLanding] = useState<{ card: string; top: string } | null>(null);
   const [found, setFound] = useState<string | null>(null);
   const reveal = props.reveal;
   useEffect(() => {
@@ -146,10 +146,11 @@ export function OutlineTree(props: {
     let cancelled = false;
     void (async () => {
       let line: { id: number; n: number } | undefined = lines.find(covers);
-      while (line && !cancelled) {
+      const top = line && keyOf(line);
+      while (line && top && !cancelled) {
         const opened = await load(keyOf(line), line.id, line.n);
         if (opened.kind === "message") {
-          if (!cancelled) setLanding(`${keyOf(line)}#`);
+          if (!cancelled) setLanding({ card: `${keyOf(line)}#`, top });
           return;
         }
         line = opened.kind === "lines" ? opened.lines.find(covers) : undefined;
@@ -207,16 +208,17 @@ export function OutlineTree(props: {
 
   const current = focused ?? props.focusKey ?? rows[0]?.key ?? null;
 
-  // Focus the card found once it is drawn.
+  // Focus the card found once it is drawn; show the way down to it as far as the box allows.
   useEffect(() => {
     if (landing === null) return;
-    const el = rowEls.current.get(landing);
+    const el = rowEls.current.get(landing.card);
     if (!el) return;
     setLanding(null);
-    setFound(landing);
-    setFocused(landing);
+    setFound(landing.card);
+    setFocused(landing.card);
     el.focus({ preventScroll: true });
-    el.scrollIntoView({ block: "start" });
+    rowEls.current.get(landing.top)?.scrollIntoView({ block: "start" });
+    el.scrollIntoView({ block: "nearest" });
   });
 
   useEffect(() => {
