@@ -12,7 +12,7 @@ import { Kvm } from "@nats-io/kv";
 import { nanos } from "@nats-io/transport-node";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
-import { NAME_VARIABLES, type InfraNames } from "../services/config/names.ts";
+import { namesToEnv } from "../services/config/names.ts";
 import { subjects } from "../services/nats/subjects.ts";
 import { METRIC } from "../services/thread-worker/metrics.ts";
 import { workerMetricsSubject } from "../services/thread-worker/worker.ts";
@@ -47,9 +47,7 @@ function childEnv(server: BenchServer, extra: Record<string, string> = {}): Node
   }
   env.NATS_URL = server.url;
   env.OUTLINE_CONFIG = BENCH_CONFIG_FILE;
-  for (const key of Object.keys(NAME_VARIABLES) as (keyof InfraNames)[]) {
-    env[NAME_VARIABLES[key]] = server.names[key];
-  }
+  Object.assign(env, namesToEnv(server.names));
   return { ...env, ...extra };
 }
 

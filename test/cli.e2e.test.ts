@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageCreatedSchema, type Message } from "../shared/events.ts";
 import type { SummaryEvent } from "../shared/history.ts";
 import { toSnapshot, type OutlineSnapshot } from "../shared/snapshot.ts";
-import { NAME_VARIABLES, type InfraNames } from "../services/config/names.ts";
+import { NAME_VARIABLES, type InfraNames, type NameKey } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology, subjects } from "../services/nats/topology.ts";
 import { startSearchService } from "../services/search/service.ts";
@@ -39,7 +39,7 @@ let snapshot: OutlineSnapshot;
 /** Runs the published bin exactly as `npx outline …` does, against the test's NATS and names. */
 function outline(...args: string[]): Promise<Run> {
   const env: Record<string, string | undefined> = { ...process.env };
-  for (const key of Object.keys(NAME_VARIABLES) as (keyof InfraNames)[]) {
+  for (const key of Object.keys(NAME_VARIABLES) as NameKey[]) {
     env[NAME_VARIABLES[key]] = names[key];
   }
   return new Promise((resolve) => {

@@ -193,4 +193,14 @@ describe("loadSettings", () => {
       "OUTLINE_REPLICAS",
     );
   });
+
+  it("reads the partition count, unset by default (one instance)", () => {
+    expect(loadSettings({}, [], dir).names.partitions).toBeUndefined();
+    expect(loadSettings({ OUTLINE_PARTITIONS: "32" }, [], dir).names.partitions).toBe(32);
+    for (const bad of ["0", "-1", "1.5", "x", "4097"]) {
+      const err = settingsError(() => loadSettings({ OUTLINE_PARTITIONS: bad }, [], dir));
+      expect(err.setting).toBe("OUTLINE_PARTITIONS");
+      expect(err.message).toContain("partition(N,1)");
+    }
+  });
 });

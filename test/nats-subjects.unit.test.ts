@@ -234,3 +234,80 @@ describe("streamDifferences", () => {
     );
   });
 });
+
+describe("partitioned subjects (docs/scale-out.md)", () => {
+  const s = subjects({ ...DEFAULT_NAMES, chatPrefix: "acme.chat", partitions: 4 });
+  const single = subjects(DEFAULT_NAMES);
+
+  it("lists both stored forms of a thread's events, the published one first", () => {
+    expect(s.stored("t1", "message.created")).toEqual([
+      "acme.chat.t1.message.created",
+      "acme.chat.t1.message.created.2",
+    ]);
+    expect(s.stored("t1", "thread.deleted")).toEqual([
+      "acme.chat.t1.thread.deleted",
+      "acme.chat.t1.thread.deleted.2",
+    ]);
+    expect(single.stored("t1", "message.created")).toEqual(["chat.t1.message.created"]);
+    expect(s.partitionOf("t1")).toBe(2);
+    expect(single.partitionOf("t1")).toBeUndefined();
+  });
+
+  it("filters a partition's events and the unpartitioned ones apart", () => {
+    expect(s.partitionFilter(3)).toBe("acme.chat.*.*.*.3");
+    expect(s.unpartitionedFilter).toBe("acme.chat.*.*.*");
+    expect(s.chatStreamSubjects).toEqual([
+      "acme.chat.*.message.created",
+      "acme.chat.*.thread.deleted",
+      "acme.chat.*.*.*.*",
+    ]);
+    expect(single.chatStreamSubjects).toHaveLength(2);
+    for (const subject of s.stored("t9", "message.created")) {
+      expect(s.chatStreamSubjects.some((p) => subjectCovers(p, subject))).toBe(true);
+    }
+  });
+
+  it("parses both forms, in single mode too (a stream that was partitioned)", () => {
+    for (const p of [s, subjects({ ...DEFAULT_NAMES, chatPrefix: "acme.chat" })]) {
+      expect(p.parseChat("acme.chat.t1.message.created.2")).toEqual({
+        thread: "t1",
+        kind: "message.created",
+        partition: 2,
+      });
+      expect(p.parseChat("acme.chat.t1.thread.deleted.17")?.partition).toBe(17);
+      expect(p.parseChat("acme.chat.t1.message.created")).toEqual({
+        thread: "t1",
+        kind: "message.created",
+      });
+      for (const bad of [
+        "acme.chat.t1.message.created.x",
+        "acme.chat.t1.message.created.",
+        "acme.chat.t1.message.edited.2",
+        "acme.chat.t1.x.message.created",
+        "acme.chat.t1.message.created.2.3",
+      ]) {
+        expect(p.parseChat(bad), bad).toBeUndefined();
+      }
+    }
+  });
+
+  it("round-trips every stored form through parseChat", () => {
+    fc.assert(
+      fc.property(
+        fc.stringMatching(THREAD_ID),
+        fc.integer({ min: 1, max: 4096 }),
+        fc.constantFrom("message.created" as const, "thread.deleted" as const),
+        (thread, partitions, kind) => {
+          const p = subjects({ ...DEFAULT_NAMES, partitions });
+          const [plain, mapped] = p.stored(thread, kind);
+          expect(p.parseChat(plain as string)).toEqual({ thread, kind });
+          expect(p.parseChat(mapped as string)).toEqual({
+            thread,
+            kind,
+            partition: p.partitionOf(thread),
+          });
+        },
+      ),
+    );
+  });
+});

@@ -19,7 +19,7 @@ import {
 } from "../shared/prompt.ts";
 import { toSnapshot, type OutlineSnapshot } from "../shared/snapshot.ts";
 import type { ThreadState } from "../shared/thread.ts";
-import { NAME_VARIABLES, type InfraNames } from "../services/config/names.ts";
+import { NAME_VARIABLES, type InfraNames, type NameKey } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology, subjects } from "../services/nats/topology.ts";
 import { apiToken } from "../services/prompt-builder/access.ts";
@@ -596,10 +596,7 @@ describe("access", () => {
 describe("the service process", () => {
   const nameEnv = () =>
     Object.fromEntries(
-      (Object.keys(NAME_VARIABLES) as (keyof InfraNames)[]).map((k) => [
-        NAME_VARIABLES[k],
-        names[k],
-      ]),
+      (Object.keys(NAME_VARIABLES) as NameKey[]).map((k) => [NAME_VARIABLES[k], names[k]]),
     );
 
   function run(env: Record<string, string>) {

@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { SettingsError } from "../../shared/errors.ts";
 import { parseSettings, SETTING_VARIABLES, type Settings } from "../../shared/settings.ts";
 import { readConfigFile } from "./file.ts";
-import { NAME_VARIABLES, parseNames, type InfraNames } from "./names.ts";
+import { NAME_VARIABLES, PARTITIONS_VARIABLE, parseNames, type InfraNames } from "./names.ts";
 import { AUTH_VARIABLES, parseNatsAuth, type NatsAuth } from "./nats-auth.ts";
 
 export const CONFIG_VARIABLE = "OUTLINE_CONFIG";
@@ -48,6 +48,7 @@ const KNOWN = new Set<string>([
   ...SERVICE_VARIABLES,
   ...Object.values(SETTING_VARIABLES),
   ...Object.values(NAME_VARIABLES),
+  PARTITIONS_VARIABLE,
   ...Object.values(AUTH_VARIABLES),
 ]);
 // Keys of our own families that we do not know are most likely typos.

@@ -20,7 +20,15 @@ export interface InfraNames {
   apiPrefix: string;
   /** Durable consumer name the thread workers share on the chat stream. */
   workerDurable: string;
+  /**
+   * Partitions of the threads (docs/scale-out.md): set when the server maps
+   * `<chatPrefix>.<thread>.<kind>` to `….<kind>.<partition>`; unset is single mode.
+   */
+  partitions?: number;
 }
+
+/** The names that are strings (every field but `partitions`). */
+export type NameKey = keyof typeof NAME_VARIABLES;
 
 export const DEFAULT_NAMES: Readonly<InfraNames> = {
   chatStream: "CHAT",
@@ -44,7 +52,11 @@ export const NAME_VARIABLES = {
   kvBucket: "OUTLINE_KV_BUCKET",
   apiPrefix: "OUTLINE_API_PREFIX",
   workerDurable: "OUTLINE_WORKER_DURABLE",
-} as const satisfies Record<keyof InfraNames, string>;
+} as const satisfies Record<Exclude<keyof InfraNames, "partitions">, string>;
+
+export const PARTITIONS_VARIABLE = "OUTLINE_PARTITIONS";
+/** More would be more consumers (Raft groups on a cluster) than a NATS cluster runs well. */
+export const MAX_PARTITIONS = 4096;
 
 // JetStream stream, consumer and bucket names become subject tokens of the $JS API, so the
 // server rejects '.', '*', '>' and whitespace; we keep to a portable subset.
@@ -62,7 +74,7 @@ const kinds = {
   kvBucket: "name",
   apiPrefix: "subject",
   workerDurable: "name",
-} as const satisfies Record<keyof InfraNames, "name" | "subject">;
+} as const satisfies Record<NameKey, "name" | "subject">;
 
 function isUnder(subject: string, prefix: string): boolean {
   return subject === prefix || subject.startsWith(`${prefix}.`);
@@ -71,7 +83,7 @@ function isUnder(subject: string, prefix: string): boolean {
 /** Reads the infrastructure names; a bad or clashing name throws a SettingsError naming it. */
 export function parseNames(source: Readonly<Record<string, string | undefined>>): InfraNames {
   const names: InfraNames = { ...DEFAULT_NAMES };
-  for (const key of Object.keys(NAME_VARIABLES) as (keyof InfraNames)[]) {
+  for (const key of Object.keys(NAME_VARIABLES) as NameKey[]) {
     const variable = NAME_VARIABLES[key];
     const raw = source[variable]?.trim();
     if (raw === undefined || raw === "") continue;
@@ -92,7 +104,7 @@ export function parseNames(source: Readonly<Record<string, string | undefined>>)
 
   // One subject may belong to one stream only, so the server would refuse overlapping streams;
   // saying which variables clash is more useful than its "subjects overlap" error.
-  const prefixes: [keyof InfraNames, string][] = [
+  const prefixes: [NameKey, string][] = [
     ["chatPrefix", names.chatPrefix],
     ["historyPrefix", names.historyPrefix],
     ["deadSubject", names.deadSubject],
@@ -108,7 +120,7 @@ export function parseNames(source: Readonly<Record<string, string | undefined>>)
       }
     }
   }
-  const streams: [keyof InfraNames, string][] = [
+  const streams: [NameKey, string][] = [
     ["chatStream", names.chatStream],
     ["historyStream", names.historyStream],
     ["deadStream", names.deadStream],
@@ -125,5 +137,24 @@ export function parseNames(source: Readonly<Record<string, string | undefined>>)
       }
     }
   }
+  const partitions = source[PARTITIONS_VARIABLE]?.trim();
+  if (partitions !== undefined && partitions !== "") {
+    const n = Number(partitions);
+    if (!/^[0-9]+$/.test(partitions) || n < 1 || n > MAX_PARTITIONS) {
+      throw new SettingsError(
+        PARTITIONS_VARIABLE,
+        `'${partitions}' is not a partition count; use a whole number from 1 to ${MAX_PARTITIONS}, the N of the server's {{partition(N,1)}} mapping (docs/scale-out.md), or leave it unset for one instance`,
+      );
+    }
+    names.partitions = n;
+  }
   return names;
+}
+
+/** The variables that give a process these names (the inverse of parseNames). */
+export function namesToEnv(names: InfraNames): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const key of Object.keys(NAME_VARIABLES) as NameKey[]) env[NAME_VARIABLES[key]] = names[key];
+  if (names.partitions !== undefined) env[PARTITIONS_VARIABLE] = String(names.partitions);
+  return env;
 }

@@ -1,6 +1,7 @@
 import { decimalIn } from "./decimal.ts";
 import { InvariantError } from "../../shared/errors.ts";
 import { THREAD_ID } from "../../shared/events.ts";
+import { partitionOf } from "../../shared/ownership.ts";
 import type { InfraNames } from "../config/names.ts";
 
 export type ChatEventKind = "message.created" | "thread.deleted";
@@ -22,14 +23,31 @@ export interface Subjects {
   threadChat(thread: string): string;
   /** Every history subject of one thread (to purge it, or read its nodes). */
   threadHistory(thread: string): string;
+  /**
+   * The literal subjects a thread's events of `kind` may be stored under, oldest form first: as
+   * published, and in partitioned mode with the server's partition token appended
+   * (docs/scale-out.md). A reader of stored events reads them all.
+   */
+  stored(thread: string, kind: ChatEventKind): readonly string[];
+  /** The thread's partition in partitioned mode, else undefined. */
+  partitionOf(thread: string): number | undefined;
+  /** The filter of partition `k`'s consumer: `<chat>.*.*.*.<k>`. */
+  partitionFilter(k: number): string;
+  /** The filter of events stored without a partition token: `<chat>.*.*.*`. */
+  readonly unpartitionedFilter: string;
   /** The first token of every chat subject. */
   readonly chatPrefix: string;
   /** The chat stream's subjects (the worker's consumer reads all of them). */
   readonly chatStreamSubjects: readonly string[];
   readonly historyStreamSubjects: readonly string[];
   readonly deadLetter: string;
-  /** Reads the thread and kind out of a chat subject; undefined when it is not one. */
-  parseChat(subject: string): { thread: string; kind: ChatEventKind } | undefined;
+  /**
+   * Reads the thread and kind out of a chat subject, stored with or without a partition token
+   * (`partition` then); undefined when it is not one.
+   */
+  parseChat(
+    subject: string,
+  ): { thread: string; kind: ChatEventKind; partition?: number } | undefined;
   /** Reads thread, level and index out of a history subject; undefined when it is not one. */
   parseHistory(subject: string): { thread: string; level: number; index: number } | undefined;
 }
@@ -59,6 +77,13 @@ export function subjects(names: InfraNames): Subjects {
   const chatDot = `${chat}.`;
   const historyDot = `${history}.`;
   let lastHistoryThread = "";
+  const partitions = names.partitions;
+  const stored = (thread: string, kind: ChatEventKind): readonly string[] => {
+    const plain = `${chat}.${token(thread)}.${kind}`;
+    return partitions === undefined
+      ? [plain]
+      : [plain, `${plain}.${partitionOf(thread, partitions)}`];
+  };
   return {
     messageCreated: (thread) => `${chat}.${token(thread)}.message.created`,
     threadDeleted: (thread) => `${chat}.${token(thread)}.thread.deleted`,
@@ -68,21 +93,38 @@ export function subjects(names: InfraNames): Subjects {
       `${token(thread)}:${nodeNumber("level", level)}:${nodeNumber("index", index)}`,
     threadChat: (thread) => `${chat}.${token(thread)}.>`,
     threadHistory: (thread) => `${history}.${token(thread)}.>`,
+    stored,
+    partitionOf: (thread) =>
+      partitions === undefined ? undefined : partitionOf(token(thread), partitions),
+    partitionFilter: (k) => `${chat}.*.*.*.${nodeNumber("partition", k)}`,
+    unpartitionedFilter: `${chat}.*.*.*`,
     chatPrefix: chat,
-    chatStreamSubjects: [`${chat}.*.message.created`, `${chat}.*.thread.deleted`],
+    // Partitioned, the stream also captures what the server's mapping stores; the two forms
+    // cannot overlap (four tokens after the prefix against three).
+    chatStreamSubjects:
+      partitions === undefined
+        ? [`${chat}.*.message.created`, `${chat}.*.thread.deleted`]
+        : [`${chat}.*.message.created`, `${chat}.*.thread.deleted`, `${chat}.*.*.*.*`],
     historyStreamSubjects: [`${history}.>`],
     deadLetter: names.deadSubject,
-    // Once per delivered event: no split, no joined string. `<prefix>.<thread>.<kind>` where the
-    // kind (two tokens) is one of the two and the thread one token.
+    // Once per delivered event: no split, no joined string. `<prefix>.<thread>.<kind>[.<k>]`
+    // where the kind (two tokens) is one of the two, the thread one token and k a partition.
     parseChat(subject) {
       if (!subject.startsWith(chatDot)) return undefined;
       const dot = subject.indexOf(".", chatDot.length);
       if (dot < 0) return undefined;
-      const kind = subject.slice(dot + 1);
-      if (kind !== "message.created" && kind !== "thread.deleted") return undefined;
+      let kind = subject.slice(dot + 1);
+      let partition: number | undefined;
+      if (kind !== "message.created" && kind !== "thread.deleted") {
+        const last = subject.lastIndexOf(".");
+        partition = decimalIn(subject, last + 1, subject.length);
+        if (partition === undefined) return undefined;
+        kind = subject.slice(dot + 1, last);
+        if (kind !== "message.created" && kind !== "thread.deleted") return undefined;
+      }
       const thread = subject.slice(chatDot.length, dot);
       if (!THREAD_ID.test(thread)) return undefined;
-      return { thread, kind };
+      return partition === undefined ? { thread, kind } : { thread, kind, partition };
     },
     // Once per HISTORY event a replay reads: `<prefix>.<thread>.<level>.<index>`, no split.
     parseHistory(subject) {

@@ -16,6 +16,7 @@ import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import { NAME_VARIABLES, type InfraNames } from "../config/names.ts";
 import {
   streamDifferences,
+  subjectCovers,
   topologyError,
   TopologyError,
   type StreamNeeds,
@@ -43,7 +44,12 @@ export interface Topology {
 // retries. Beyond it the actor itself recognises an id it has applied.
 const DUPLICATE_WINDOW_MS = 2 * 60_000;
 
-type Plan = { needs: StreamNeeds; config: Partial<StreamConfig> & { name: string } };
+type Plan = {
+  needs: StreamNeeds;
+  config: Partial<StreamConfig> & { name: string };
+  /** Subjects added in place to an existing stream that lacks them (the one change we make). */
+  upgrade?: readonly string[];
+};
 
 function plans(names: InfraNames, replicas: number, deletesOneByOne: boolean): Plan[] {
   const s = subjects(names);
@@ -79,6 +85,9 @@ function plans(names: InfraNames, replicas: number, deletesOneByOne: boolean): P
         subjects: [...s.chatStreamSubjects],
         allow_direct: true,
       },
+      // Partitioned: a stream made for one instance also captures what the server's mapping
+      // stores (docs/scale-out.md, "Upgrading an existing CHAT stream").
+      ...(names.partitions === undefined ? {} : { upgrade: s.chatStreamSubjects.slice(2) }),
     },
     {
       needs: {
@@ -166,6 +175,21 @@ async function ensureStream(jsm: JetStreamManager, plan: Plan): Promise<void> {
       // Another process starting at the same moment may have created it first.
       info = await existing(jsm, plan.needs.name);
       if (info === undefined) throw await explainAddFailure(jsm, plan, err);
+    }
+  }
+  const have = info.config.subjects ?? [];
+  const add = (plan.upgrade ?? []).filter((want) => !have.some((p) => subjectCovers(p, want)));
+  if (add.length > 0) {
+    try {
+      info = await jsm.streams.update(plan.needs.name, {
+        ...info.config,
+        subjects: [...have, ...add],
+      });
+    } catch (err) {
+      // Another instance may have added them a moment ago.
+      const again = await existing(jsm, plan.needs.name);
+      if (!again) throw err;
+      info = again;
     }
   }
   const diffs = streamDifferences(plan.needs, info.config);

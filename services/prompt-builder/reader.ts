@@ -149,9 +149,9 @@ function storedMessageOf(
   seq: number,
   json: () => unknown,
   thread: string,
-  expected: string,
+  forms: readonly string[],
 ): StoredMessage | undefined {
-  if (subject !== expected) return undefined;
+  if (subject !== forms[0] && !forms.includes(subject)) return undefined;
   let body: unknown;
   try {
     body = json();
@@ -207,9 +207,10 @@ export function createReader(
     json: () => unknown,
     thread: string,
   ): StoredMessage | undefined {
-    const subject = s.messageCreated(thread);
-    const parsed = storedMessageOf(stored, seq, json, thread, subject);
-    if (parsed) cache.set(seq, subject, parsed.message.id, parsed, size);
+    const forms = s.stored(thread, "message.created");
+    const parsed = storedMessageOf(stored, seq, json, thread, forms);
+    // Kept under the published form whichever form it was stored under.
+    if (parsed) cache.set(seq, s.messageCreated(thread), parsed.message.id, parsed, size);
     return parsed;
   }
 
@@ -267,12 +268,18 @@ export function createReader(
     storedSnapshot,
 
     async lastMessageSeq(thread) {
-      const sm = await direct(
-        names.chatStream,
-        { last_by_subj: s.messageCreated(thread) },
-        `the newest message of '${thread}'`,
+      const found = await Promise.all(
+        s
+          .stored(thread, "message.created")
+          .map((subject) =>
+            direct(
+              names.chatStream,
+              { last_by_subj: subject },
+              `the newest message of '${thread}'`,
+            ),
+          ),
       );
-      return sm?.seq ?? 0;
+      return Math.max(0, ...found.map((sm) => sm?.seq ?? 0));
     },
 
     async messageAt(thread, seq, id) {
@@ -286,7 +293,7 @@ export function createReader(
 
     async messagesAfter(thread, afterSeq, untilSeq, max) {
       if (untilSeq <= afterSeq) return [];
-      const subject = s.messageCreated(thread);
+      const forms = s.stored(thread, "message.created");
       const what = `the messages of '${thread}' after seq ${afterSeq}`;
       const out: StoredMessage[] = [];
       // Every stored message of the thread past afterSeq counts against max, valid or not.
@@ -313,7 +320,17 @@ export function createReader(
       const getFrom = (from: number) => {
         let got = gets.get(from);
         if (!got) {
-          got = direct(names.chatStream, { next_by_subj: subject, seq: from }, what);
+          // Partitioned, a thread's messages may be stored under two forms: the first of both.
+          got =
+            forms.length === 1
+              ? direct(names.chatStream, { next_by_subj: forms[0] as string, seq: from }, what)
+              : Promise.all(
+                  forms.map((subject) =>
+                    direct(names.chatStream, { next_by_subj: subject, seq: from }, what),
+                  ),
+                ).then((all) =>
+                  all.reduce((a, b) => (!a || (b && b.seq < a.seq) ? b : a), undefined),
+                );
           gets.set(from, got);
         }
         return got;
@@ -340,43 +357,63 @@ export function createReader(
         return out;
       }
 
-      // More than that: one ordered consumer for the rest, from where the direct gets stopped.
-      let consumer: Awaited<ReturnType<ReturnType<typeof jetstream>["consumers"]["get"]>>;
-      try {
-        consumer = await jetstream(nc).consumers.get(names.chatStream, {
-          filter_subjects: subject,
-          deliver_policy: DeliverPolicy.StartSequence,
-          opt_start_seq: next,
-        });
-      } catch (err) {
-        throw storeError(what, err);
-      }
-      try {
-        while (next <= untilSeq) {
-          const batch = await consumer.fetch({
-            max_messages: Math.min(256, max + 1 - read),
-            expires: options.fetchExpiresMs ?? 2_000,
+      // More than that: one ordered consumer per stored form for the rest, from where the
+      // direct gets stopped (nats-server 2.9 takes one filter per consumer), merged by sequence.
+      const rest: { subject: string; seq: number; size: number; json: () => unknown }[] = [];
+      for (const subject of forms) {
+        let consumer: Awaited<ReturnType<ReturnType<typeof jetstream>["consumers"]["get"]>>;
+        try {
+          consumer = await jetstream(nc).consumers.get(names.chatStream, {
+            filter_subjects: subject,
+            deliver_policy: DeliverPolicy.StartSequence,
+            opt_start_seq: next,
           });
-          let got = 0;
-          for await (const m of batch) {
-            got += 1;
-            if (m.seq > untilSeq) {
-              next = m.seq;
-              break;
-            }
-            take(m.subject, m.seq, m.data.length, () => m.json());
-            if (m.seq === untilSeq) break;
-          }
-          // Nothing came although the newest message is further on: it was purged meanwhile.
-          if (got === 0) break;
+        } catch (err) {
+          throw storeError(what, err);
         }
-      } catch (err) {
-        if (err instanceof ApiError) throw err;
-        throw storeError(what, err);
-      } finally {
-        // Ordered consumers are ephemeral and expire anyway; deleting now frees the server early.
-        await consumer.delete().catch(() => undefined);
+        try {
+          // A form with nothing from here on answers no fetch: asked first, not waited for.
+          if (forms.length > 1 && (await consumer.info(true)).num_pending === 0) continue;
+          let from = next;
+          let kept = 0;
+          while (from <= untilSeq) {
+            const batch = await consumer.fetch({
+              max_messages: Math.min(256, max + 1 - read - kept),
+              expires: options.fetchExpiresMs ?? 2_000,
+            });
+            let got = 0;
+            for await (const m of batch) {
+              got += 1;
+              if (m.seq > untilSeq) {
+                from = m.seq;
+                break;
+              }
+              rest.push({
+                subject: m.subject,
+                seq: m.seq,
+                size: m.data.length,
+                json: () => m.json(),
+              });
+              kept += 1;
+              from = m.seq + 1;
+              // The last of this form (the other form holds the rest): no wait for more.
+              if (m.seq === untilSeq || m.info.pending === 0) {
+                from = untilSeq + 1;
+                break;
+              }
+            }
+            // Nothing came although the newest message is further on: it was purged meanwhile.
+            if (got === 0 || read + kept > max) break;
+          }
+        } catch (err) {
+          throw storeError(what, err);
+        } finally {
+          // Ordered consumers are ephemeral and expire anyway; deleting now frees the server early.
+          await consumer.delete().catch(() => undefined);
+        }
       }
+      if (forms.length > 1) rest.sort((a, b) => a.seq - b.seq);
+      for (const m of rest) take(m.subject, m.seq, m.size, m.json);
       options.onNewerRead?.("consumer", read);
       return out;
     },

@@ -131,13 +131,18 @@ export async function startIndexer(options: IndexerOptions): Promise<SearchIndex
 
   /** Threads whose messages are gone from CHAT lose their rows (see the interface's note). */
   async function reconcile(): Promise<void> {
-    const info = await jsm.streams.info(names.chatStream, {
-      subjects_filter: `${s.chatPrefix}.*.message.created`,
-    });
+    // Partitioned, messages are stored under two forms (docs/scale-out.md): one listing each.
     const present = new Set<string>();
-    for (const subject of Object.keys(info.state.subjects ?? {})) {
-      const parsed = s.parseChat(subject);
-      if (parsed) present.add(parsed.thread);
+    const filters =
+      names.partitions === undefined
+        ? [`${s.chatPrefix}.*.message.created`]
+        : [`${s.chatPrefix}.*.message.created`, `${s.chatPrefix}.*.message.created.*`];
+    for (const subjects_filter of filters) {
+      const info = await jsm.streams.info(names.chatStream, { subjects_filter });
+      for (const subject of Object.keys(info.state.subjects ?? {})) {
+        const parsed = s.parseChat(subject);
+        if (parsed) present.add(parsed.thread);
+      }
     }
     flush();
     const gone = store.eraseGone(present);

@@ -42,7 +42,8 @@ export async function readChatEvent(
  * is found through the server's per-subject index, while a wildcard (`chat.<thread>.>`) makes
  * nats-server 2.9 scan every message from `fromSeq` when the thread has none there (16 ms per
  * read on a 60,000-message stream; a restarted worker reads this for each new thread). These two
- * are a thread's only events (the router dead-letters any other subject, worker.ts).
+ * are a thread's only events (the router dead-letters any other subject, worker.ts), each under
+ * one subject, or two in partitioned mode.
  */
 export async function nextThreadEvent(
   jsm: JetStreamManager,
@@ -52,17 +53,14 @@ export async function nextThreadEvent(
 ): Promise<StoredChatEvent | undefined> {
   const s = subjects(names);
   const seq = Math.max(1, fromSeq);
-  const [created, deleted] = await Promise.all([
-    jsm.direct.getMessage(names.chatStream, { next_by_subj: s.messageCreated(thread), seq }),
-    jsm.direct.getMessage(names.chatStream, { next_by_subj: s.threadDeleted(thread), seq }),
-  ]);
-  const first = !created
-    ? deleted
-    : !deleted
-      ? created
-      : created.seq < deleted.seq
-        ? created
-        : deleted;
+  // Partitioned, each kind has two stored forms (docs/scale-out.md): one get per form.
+  const found = await Promise.all(
+    [...s.stored(thread, "message.created"), ...s.stored(thread, "thread.deleted")].map((subject) =>
+      jsm.direct.getMessage(names.chatStream, { next_by_subj: subject, seq }),
+    ),
+  );
+  let first: StoredMsg | null = null;
+  for (const m of found) if (m && (!first || m.seq < first.seq)) first = m;
   return first ? toEvent(names, first) : undefined;
 }
 

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import type { InfraNames } from "../../services/config/names.ts";
-import { NAME_VARIABLES } from "../../services/config/names.ts";
+import { namesToEnv } from "../../services/config/names.ts";
 import type { CoreSettings } from "../../shared/settings.ts";
 
 /** The thread worker as `npm start` runs it: node with the tsx loader, its own process group. */
@@ -61,8 +61,6 @@ export function workerEnv(
     OUTLINE_CONFIG: "",
     ...extra,
   };
-  for (const key of Object.keys(NAME_VARIABLES) as (keyof InfraNames)[]) {
-    env[NAME_VARIABLES[key]] = names[key];
-  }
+  Object.assign(env, namesToEnv(names));
   return env;
 }

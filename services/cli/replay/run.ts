@@ -125,24 +125,33 @@ async function rebuildThreads(
   } else {
     const thread = args.thread;
     // nats-server 2.9 takes one filter per consumer, so deletions (rare) are read first and
-    // merged into the message stream by sequence.
+    // merged into the message stream by sequence; partitioned, so are the messages stored
+    // before the partition token (docs/scale-out.md), and the partitioned form is streamed.
     const deletions: ChatEvent[] = [];
-    await readStream(
-      access,
-      names.chatStream,
-      s.threadDeleted(thread),
-      (n) => progress.total(n),
-      (raw) => {
-        const parsed = parseChatEvent(names, raw);
-        if (parsed) deletions.push(parsed.event);
-        progress.tick();
-      },
-    );
+    const messageForms = s.stored(thread, "message.created");
+    const streamed = messageForms[messageForms.length - 1] as string;
+    const firstRead = [...s.stored(thread, "thread.deleted"), ...messageForms.slice(0, -1)];
+    for (const subject of firstRead) {
+      await readStream(
+        access,
+        names.chatStream,
+        subject,
+        (n) => progress.total(n),
+        (raw) => {
+          const parsed = parseChatEvent(names, raw);
+          if (parsed) deletions.push(parsed.event);
+          else if (s.parseChat(raw.subject)?.kind === "message.created") skipped += 1;
+          progress.tick();
+        },
+      );
+    }
+    deletions.sort((a, b) => a.seq - b.seq);
+    const deleted = deletions.filter((e) => e.kind === "deleted").length;
     let next = 0;
     await readStream(
       access,
       names.chatStream,
-      s.messageCreated(thread),
+      streamed,
       (n) => progress.total(n + deletions.length),
       async (raw) => {
         while (next < deletions.length && (deletions[next] as ChatEvent).seq < raw.seq) {
@@ -157,7 +166,7 @@ async function rebuildThreads(
     while (next < deletions.length) await add(thread, deletions[next++] as ChatEvent);
     await flush();
     // Made only now (by a flush or here): a thread's replay needs HISTORY in.
-    if (replayOf(thread).state.count === 0 && deletions.length === 0) {
+    if (replayOf(thread).state.count === 0 && deleted === 0) {
       progress.done();
       throw new UsageError(
         `thread '${thread}' has no events in stream ${names.chatStream} (OUTLINE_CHAT_STREAM); check the thread id, or list threads with 'outline replay --all'`,
