@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync } from "node:fs"
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { build, ENTRIES, isFresh, ROOT } from "../services/build/build.js";
-import { NAME_VARIABLES, type InfraNames } from "../services/config/names.ts";
+import { namesToEnv } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology } from "../services/nats/topology.ts";
 import { uniqueNames } from "./support/thread-worker.ts";
@@ -58,10 +58,7 @@ describe("the compiled build", () => {
     const names = uniqueNames();
     const nc = await connectNats({ url, name: "build-test" });
     const { jsm } = await ensureTopology(nc, names);
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    for (const key of Object.keys(NAME_VARIABLES) as (keyof InfraNames)[]) {
-      env[NAME_VARIABLES[key]] = names[key];
-    }
+    const env: NodeJS.ProcessEnv = { ...process.env, ...namesToEnv(names) };
     const sent = await run(join(outdir, "cli.js"), ["send", "t1", "hello from the build"], env);
     expect(sent.stderr).toBe("");
     expect(sent.code).toBe(0);
