@@ -53,8 +53,8 @@ let search: SearchService;
 let searchDir: string;
 const errors: string[] = [];
 
-async function openPage(): Promise<Page> {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+async function openPage(colorScheme: "light" | "dark" = "light"): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 }, colorScheme });
   page.on("console", (m) => {
     if (m.type() === "error") errors.push(`console: ${m.text()}`);
   });
@@ -295,6 +295,41 @@ describe("the explorer in Chromium", () => {
       .not.toMatch(/not in memory|…/);
     expect(await page.locator(".transitions tr").count()).toBeGreaterThan(0);
     await page.close();
+  });
+
+  it("fits 1280 px without sideways scrolling, light or dark as the OS says", async () => {
+    const looks: Record<string, { background: number; text: number }> = {};
+    for (const scheme of ["light", "dark"] as const) {
+      const page = await openPage(scheme);
+      for (const path of ["/ui/", `/ui/threads/${A}`]) {
+        await page.goto(`${builder.base}${path}`);
+        await page.locator("table.threads tbody tr, [role=treeitem]").first().waitFor();
+        // Page code as text: the tests are type-checked without the DOM's types.
+        const sideways = await page.evaluate<number>(
+          "document.documentElement.scrollWidth - document.documentElement.clientWidth",
+        );
+        expect(sideways, `${path} in ${scheme} scrolls sideways`).toBe(0);
+      }
+      // The thread page shows its panels side by side, none cut off at the right.
+      const outline = await page.locator(".panel.outline").boundingBox();
+      const side = await page.locator(".side").boundingBox();
+      expect(outline && side && outline.x + outline.width <= side.x).toBe(true);
+      expect(side && side.x + side.width <= 1280).toBe(true);
+      // Relative luminance (0 black, 1 white) of the page's background and its text.
+      const luminance = (css: string) => {
+        const [r = 0, g = 0, b = 0] = (css.match(/[\d.]+/g) ?? []).map(Number);
+        return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
+      };
+      const colors = await page.evaluate<{ background: string; text: string }>(
+        "(({ backgroundColor, color }) => ({ background: backgroundColor, text: color }))(getComputedStyle(document.body))",
+      );
+      looks[scheme] = { background: luminance(colors.background), text: luminance(colors.text) };
+      await page.close();
+    }
+    expect(looks.light?.background).toBeGreaterThan(0.8);
+    expect(looks.light?.text).toBeLessThan(0.3);
+    expect(looks.dark?.background).toBeLessThan(0.2);
+    expect(looks.dark?.text).toBeGreaterThan(0.7);
   });
 
   it("logged no console error on any page", () => {
