@@ -1,34 +1,21 @@
-import { assign, setup } from "xstate";
-import { lazyJobFor } from "../shared/job-view.ts";
-import type { Message } from "../shared/events.ts";
+import { setup } from "xstate";
 import type { SummaryJob } from "../shared/jobs.ts";
-import type { NodeRef } from "../shared/names.ts";
 import type { CoreSettings } from "../shared/settings.ts";
 import {
-  appendMessage,
-  deleteThread,
+  step as stepOf,
+  type Effect,
+  type SnapshotChange,
+  type Step,
+  type ThreadEvent,
+} from "../shared/step.ts";
+import {
   heldBack,
   initialThreadState,
-  outboxPublished,
-  restartJobs,
-  summaryBuilt,
-  summaryFailed,
-  takeJobs,
   type AppendOutcome,
   type ThreadState,
 } from "../shared/thread.ts";
 
-export type ThreadEvent =
-  /** A stored `message.created`, with its stream sequence. */
-  | { type: "message.created"; message: Message; seq?: number }
-  | { type: "thread.deleted"; at: string; seq?: number }
-  /** The summarizer's answer for a node the actor asked for. */
-  | ({ type: "summary.built"; text: string } & NodeRef)
-  | ({ type: "summary.failed"; reason: string } & NodeRef)
-  /** After a restore: summaries that were in flight are asked again. */
-  | { type: "jobs.resume" }
-  /** The host published the first `count` outbox nodes (free nodes) to HISTORY. */
-  | { type: "outbox.published"; count: number };
+export type { SnapshotChange, ThreadEvent } from "../shared/step.ts";
 
 export interface ThreadInput {
   thread: string;
@@ -41,35 +28,6 @@ export interface ThreadContext {
   core: ThreadState;
 }
 
-/** What the host learns after a change, to coalesce snapshot writes. */
-export interface SnapshotChange {
-  thread: string;
-  seq: number;
-  count: number;
-  boundary: number;
-}
-
-type Effect =
-  | { type: "requestSummary"; params: { job: SummaryJob } }
-  | { type: "snapshotChanged"; params: SnapshotChange }
-  | {
-      type: "skipped";
-      params: {
-        thread: string;
-        outcome: Exclude<AppendOutcome, { type: "applied" }>;
-        messageId: string;
-        seq: number;
-      };
-    };
-
-/** What a routed event does: the core after it, and its effects in the order they run. */
-interface Step {
-  core: ThreadState;
-  effects: Effect[];
-}
-
-type RoutedEvent = Exclude<ThreadEvent, { type: "thread.deleted" } | { type: "outbox.published" }>;
-
 /** The state that says what the actor is doing now, most pressing first. */
 type Activity = "merging" | "cutting" | "summarizing" | "idle";
 
@@ -80,59 +38,8 @@ function activityOf(core: ThreadState): Activity {
   return "idle";
 }
 
-/** Hands out jobs up to the concurrency limit, each as a requestSummary effect. */
-function dispatch(core: ThreadState, effects: Effect[]): ThreadState {
-  // Nothing wanted, nothing to hand out (most messages): no result objects to make per event.
-  if (core.wanted.length === 0) return core;
-  const { state, started } = takeJobs(core);
-  if (started.length === 0) return core;
-  for (const ref of started)
-    effects.push({ type: "requestSummary", params: { job: lazyJobFor(state, ref) } });
-  return state;
-}
-
-function notify(core: ThreadState, effects: Effect[]): void {
-  effects.push({
-    type: "snapshotChanged",
-    params: { thread: core.thread, seq: core.seq, count: core.count, boundary: core.boundary },
-  });
-}
-
-/** The pure step of an event that ends in one of the activity states. */
-function stepOf(core: ThreadState, event: RoutedEvent): Step {
-  const effects: Effect[] = [];
-  switch (event.type) {
-    case "message.created": {
-      const { state, outcome } = appendMessage(core, event.message, event.seq ?? 0);
-      if (outcome.type !== "applied") {
-        effects.push({
-          type: "skipped",
-          params: {
-            thread: state.thread,
-            outcome,
-            messageId: event.message.id,
-            seq: event.seq ?? 0,
-          },
-        });
-      } else core = state;
-      core = dispatch(core, effects);
-      notify(core, effects);
-      break;
-    }
-    case "summary.built":
-      core = summaryBuilt(core, { level: event.level, index: event.index }, event.text).state;
-      core = dispatch(core, effects);
-      notify(core, effects);
-      break;
-    case "summary.failed":
-      core = dispatch(summaryFailed(core, { level: event.level, index: event.index }), effects);
-      break;
-    case "jobs.resume":
-      core = dispatch(restartJobs(core), effects);
-      break;
-  }
-  return { core, effects };
-}
+/** An effect as the action of the same name, its fields as params. */
+const asAction = (effect: Effect) => ({ type: effect.type, params: effect }) as never;
 
 // The step of the event being taken, computed once for the guards and the action: XState
 // evaluates a transition's guards before its actions, and the target depends on the state after.
@@ -140,7 +47,7 @@ let memo: { context: ThreadContext; event: ThreadEvent; step: Step } | undefined
 
 function stepFor(context: ThreadContext, event: ThreadEvent): Step {
   if (memo?.context !== context || memo.event !== event) {
-    memo = { context, event, step: stepOf(context.core, event as RoutedEvent) };
+    memo = { context, event, step: stepOf(context.core, event) };
   }
   return memo.step;
 }
@@ -171,11 +78,6 @@ const threadSetup = setup({
       },
     ) => {},
     erased: (_, _params: { thread: string; seq: number }) => {},
-
-    published: assign(({ context, event }) => {
-      if (event.type !== "outbox.published") return {};
-      return { core: outboxPublished(context.core, event.count) };
-    }),
   },
   guards: {
     /** The event leads to this activity state. */
@@ -192,25 +94,12 @@ const threadSetup = setup({
   },
 });
 
-const append = threadSetup.enqueueActions(({ context, event, enqueue }) => {
-  if (event.type !== "message.created") return;
-  const { state, outcome } = appendMessage(context.core, event.message, event.seq ?? 0);
-  if (outcome.type !== "applied") {
-    enqueue({
-      type: "skipped",
-      params: { thread: state.thread, outcome, messageId: event.message.id, seq: event.seq ?? 0 },
-    });
-    return;
-  }
-  enqueue.assign({ core: state });
-});
-
 /** Applies the event's step: its new core, then its effects in order. */
 const apply = threadSetup.enqueueActions(({ context, event, enqueue }) => {
   const step = stepFor(context, event);
   memo = undefined;
   if (step.core !== context.core) enqueue.assign({ core: step.core });
-  for (const effect of step.effects) enqueue(effect);
+  for (const effect of step.effects) enqueue(asAction(effect));
 });
 
 /**
@@ -227,9 +116,9 @@ const changed = {
     const step =
       memo?.event === event && memo.step.core === context.core
         ? memo.step
-        : stepOf(context.core, event as RoutedEvent);
+        : stepOf(context.core, event);
     memo = undefined;
-    return (step.effects[0] as Extract<Effect, { type: "snapshotChanged" }>).params;
+    return step.effects[0] as SnapshotChange;
   },
 } as const;
 const applyPlain = [applyCore, changed] as const;
@@ -237,14 +126,6 @@ const applyPlain = [applyCore, changed] as const;
 function isPlain(step: Step): boolean {
   return step.effects.length === 1 && step.effects[0]?.type === "snapshotChanged";
 }
-
-const erase = threadSetup.enqueueActions(({ context, event, enqueue }) => {
-  if (event.type !== "thread.deleted") return;
-  const core = deleteThread(context.core);
-  const seq = Math.max(core.seq, event.seq ?? 0);
-  enqueue.assign({ core: { ...core, seq } });
-  enqueue({ type: "erased", params: { thread: core.thread, seq } });
-});
 
 /**
  * The transitions of an event that changes the core: straight to the state that says what the
@@ -296,8 +177,8 @@ export const threadMachine = threadSetup.createMachine({
     "summary.failed": routed,
     "jobs.resume": routed,
     // Changes neither the outline nor the jobs, so no snapshotChanged: the host saves after it.
-    "outbox.published": { actions: ["published"] },
-    "thread.deleted": { target: ".deleted", actions: [erase] },
+    "outbox.published": { actions: apply },
+    "thread.deleted": { target: ".deleted", actions: apply },
   },
   states: {
     /**
@@ -322,7 +203,7 @@ export const threadMachine = threadSetup.createMachine({
     /** Erased. Later messages are refused (the host dead-letters them), summaries ignored. */
     deleted: {
       on: {
-        "message.created": { actions: append },
+        "message.created": { actions: apply },
         "summary.built": {},
         "summary.failed": {},
         "jobs.resume": {},

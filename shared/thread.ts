@@ -88,7 +88,8 @@ export interface OutboxNode extends BuiltNode {
 
 export type AppendOutcome =
   | { type: "applied"; position: number }
-  | { type: "duplicate"; reason: string }
+  /** `firstSeq`: the id index names an earlier copy (the host may compare the two). */
+  | { type: "duplicate"; reason: string; firstSeq?: number }
   | { type: "rejected"; reason: string };
 
 export type BuiltOutcome = { type: "built" } | { type: "ignored"; reason: string };
@@ -400,8 +401,9 @@ export function appendMessage(
   state: ThreadState,
   message: Message,
   seq = 0,
+  firstSeq?: number,
 ): { state: ThreadState; outcome: AppendOutcome } {
-  const refused = refusal(state, message, seq);
+  const refused = refusal(state, message, seq, firstSeq);
   if (refused) return { state, outcome: refused };
   const outer = beginDraft();
   try {
@@ -412,8 +414,17 @@ export function appendMessage(
   }
 }
 
-/** Why a message is not applied (a deleted thread, a sequence or id seen), or undefined. */
-function refusal(state: ThreadState, message: Message, seq: number): AppendOutcome | undefined {
+/**
+ * Why a message is not applied (a deleted thread, a sequence or id seen), or undefined. An id is
+ * seen when the tail holds it or when the id index (`firstSeq`, shared/message-ids.ts) names an
+ * earlier sequence for it: the tail alone forgets ids once they leave it.
+ */
+function refusal(
+  state: ThreadState,
+  message: Message,
+  seq: number,
+  firstSeq: number | undefined,
+): AppendOutcome | undefined {
   if (message.thread !== state.thread) {
     throw new InvariantError(
       "WRONG_THREAD",
@@ -430,6 +441,13 @@ function refusal(state: ThreadState, message: Message, seq: number): AppendOutco
     return {
       type: "duplicate",
       reason: `stream sequence ${seq} was already applied (last ${state.seq})`,
+    };
+  }
+  if (firstSeq !== undefined && firstSeq !== seq) {
+    return {
+      type: "duplicate",
+      reason: `message id '${message.id}' was first stored at stream sequence ${firstSeq}`,
+      firstSeq,
     };
   }
   const already = findInTail(state.tail, message.id);
@@ -586,6 +604,8 @@ export function blockingNodes(state: ThreadState): NodeRef[] {
 export interface LogEntry {
   message: Message;
   seq?: number;
+  /** The id index names an earlier copy of the message's id. */
+  firstSeq?: number;
 }
 
 /**
@@ -604,8 +624,8 @@ export function appendAll(
   try {
     const s: ThreadState = { ...state };
     const outcomes: AppendOutcome[] = [];
-    for (const { message, seq = 0 } of entries) {
-      const refused = refusal(s, message, seq);
+    for (const { message, seq = 0, firstSeq } of entries) {
+      const refused = refusal(s, message, seq, firstSeq);
       if (refused) outcomes.push(refused);
       else outcomes.push({ type: "applied", position: appendInto(s, message, seq) });
       answerInto(s, texts);

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { JetStreamManager } from "@nats-io/jetstream";
+import { NEW_ID, type IdClaim } from "../../shared/message-ids.ts";
 import { eraseSubject } from "../nats/erase.ts";
 import { isWrongLastSequence, type KvWrites } from "../nats/kv-writer.ts";
 import { kvStream, kvSubject } from "./buckets.ts";
@@ -12,7 +13,6 @@ import { kvStream, kvSubject } from "./buckets.ts";
  * bytes), erased with the thread, and read or written once per new message with a single
  * create-if-absent (no read-then-write race between two writers).
  */
-export type IdClaim = { type: "new" } | { type: "duplicate"; firstSeq: number };
 
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
@@ -36,7 +36,7 @@ export async function claimMessageId(
   const key = idKey(thread, id);
   try {
     await kv.create(key, encoder.encode(String(seq)));
-    return { type: "new" };
+    return NEW_ID;
   } catch (err) {
     if (!isWrongLastSequence(err)) throw err;
   }
@@ -45,9 +45,9 @@ export async function claimMessageId(
   if (!Number.isSafeInteger(firstSeq)) {
     // A delete marker (or garbage): claim it for this sequence.
     await kv.put(key, encoder.encode(String(seq)));
-    return { type: "new" };
+    return NEW_ID;
   }
-  return firstSeq === seq ? { type: "new" } : { type: "duplicate", firstSeq };
+  return firstSeq === seq ? NEW_ID : { type: "duplicate", firstSeq };
 }
 
 /** The subject filter of every key `claimMessageId` writes for `thread` in bucket `idsBucket`. */

@@ -2,6 +2,7 @@ import type { JsMsg } from "@nats-io/jetstream";
 import { createActor, type Actor, type Snapshot } from "xstate";
 import { InvariantError } from "../../shared/errors.ts";
 import type { Message } from "../../shared/events.ts";
+import { claimId, type IdClaim } from "../../shared/message-ids.ts";
 import type { SummaryJob } from "../../shared/jobs.ts";
 import type { NodeRef } from "../../shared/names.ts";
 import { toSnapshot } from "../../shared/snapshot.ts";
@@ -29,7 +30,7 @@ import { BusyIndex } from "./busy-index.ts";
 import { ChatReadError, nextThreadEvent, readChatEvent } from "./chat-reader.ts";
 import { decodeChatBody, type DecodedEvent } from "./decode.ts";
 import { provablyContiguous, type DeliveryEpoch } from "./delivery-ledger.ts";
-import { claimMessageId, type IdClaim } from "./id-index.ts";
+import { claimMessageId } from "./id-index.ts";
 import { errorText } from "./log.ts";
 import { METRIC } from "./metrics.ts";
 import { retryInPlace, StoppedError } from "./retry.ts";
@@ -54,9 +55,8 @@ interface ChatEntry {
   msg?: JsMsg;
 }
 
-/** The label of an applied message and the claim of a new id, made once rather than per message. */
+/** The label of an applied message, made once rather than per message. */
 const MESSAGE_EVENT = { kind: "message" } as const;
-const NEW_ID: IdClaim = { type: "new" };
 
 type Step = ChatEntry | Exclude<Item, { kind: "chat" }>;
 
@@ -832,13 +832,7 @@ export class ThreadSlot {
       const seq = step.seq;
       if (!firstSeqOf) {
         // The same id twice in one burst too: the first one, recorded here, is the message.
-        const earlier = this.#unclaimed.get(id);
-        if (earlier !== undefined) {
-          claims.set(seq, { type: "duplicate", firstSeq: earlier });
-        } else {
-          claims.set(seq, NEW_ID);
-          this.#unclaimed.set(id, seq);
-        }
+        claims.set(seq, claimId(this.#unclaimed, id, seq));
         continue;
       }
       const first = firstSeqOf.get(id);
@@ -927,8 +921,12 @@ export class ThreadSlot {
       return undefined;
     }
     const claim = claims.get(entry.seq);
-    if (claim?.type === "duplicate") return this.#duplicateId(entry, event.message, claim.firstSeq);
-    this.#send({ type: "message.created", message: event.message, seq: entry.seq });
+    this.#send({
+      type: "message.created",
+      message: event.message,
+      seq: entry.seq,
+      ...(claim?.type === "duplicate" ? { firstSeq: claim.firstSeq } : {}),
+    });
     const skips = this.#skips;
     this.#skips = [];
     if (skips.length === 0) {
@@ -945,10 +943,12 @@ export class ThreadSlot {
   }
 
   async #recordSkips(entry: ChatEntry, skips: Skip[]): Promise<void> {
-    for (const skip of skips) {
-      if (skip.outcome.type === "duplicate")
+    for (const { outcome } of skips) {
+      if (outcome.type !== "duplicate") await this.#deadLetter(entry, outcome.reason);
+      else if (outcome.firstSeq === undefined)
         this.#ctx.metrics.add(METRIC.duplicates, 1, { why: "tail" });
-      else await this.#deadLetter(entry, skip.outcome.reason);
+      else if (entry.event.kind === "message")
+        await this.#duplicateId(entry, entry.event.message, outcome.firstSeq);
     }
   }
 

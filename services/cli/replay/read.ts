@@ -4,7 +4,7 @@ import { readInOrder, type RawMessage } from "../../nats/ordered-read.ts";
 import { threadDeletedSchema } from "../../../shared/events.ts";
 import type { InfraNames } from "../../config/names.ts";
 import { subjects, type Subjects } from "../../nats/subjects.ts";
-import type { ChatEvent } from "./rebuild.ts";
+import type { StoredEvent } from "./rebuild.ts";
 import { parseMessage, parseSummary } from "../../../shared/validate.ts";
 
 /** The connection a replay reads the streams through. */
@@ -72,18 +72,21 @@ function whereInChat(names: InfraNames, subject: string): ReturnType<Subjects["p
 export function parseChatEvent(
   names: InfraNames,
   raw: RawMessage,
-): { thread: string; event: ChatEvent } | undefined {
+): { thread: string; event: StoredEvent } | undefined {
   const where = whereInChat(names, raw.subject);
   if (!where) return undefined;
   const body = json(raw.data);
   if (where.kind === "message.created") {
     const message = parseMessage(body);
     if (!message || message.thread !== where.thread) return undefined;
-    return { thread: where.thread, event: { kind: "message", message, seq: raw.seq } };
+    return { thread: where.thread, event: { type: "message.created", message, seq: raw.seq } };
   }
   const parsed = threadDeletedSchema.safeParse(body);
   if (!parsed.success || parsed.data.thread !== where.thread) return undefined;
-  return { thread: where.thread, event: { kind: "deleted", at: parsed.data.at, seq: raw.seq } };
+  return {
+    thread: where.thread,
+    event: { type: "thread.deleted", at: parsed.data.at, seq: raw.seq },
+  };
 }
 
 /**

@@ -1,21 +1,20 @@
-import type { Message } from "../../../shared/events.ts";
 import type { SummaryJob } from "../../../shared/jobs.ts";
 import { jobFor } from "../../../shared/job-view.ts";
+import { claimId } from "../../../shared/message-ids.ts";
 import type { CoreSettings } from "../../../shared/settings.ts";
+import { step, type ChatLogEvent, type MessageCreated } from "../../../shared/step.ts";
 import type { NodeTextMap } from "./read.ts";
 import { answerByRef, type NodeTexts } from "../../../shared/replay.ts";
 import {
   appendAll,
-  appendMessage,
   blockingNodes,
-  deleteThread,
   initialThreadState,
+  type LogEntry,
   type ThreadState,
 } from "../../../shared/thread.ts";
 
-/** One CHAT event of a thread, in stream order. */
-export type ChatEvent = MessageEvent | { kind: "deleted"; at: string; seq: number };
-type MessageEvent = { kind: "message"; message: Message; seq: number };
+/** One CHAT event of a thread as read, with its stream sequence. */
+export type StoredEvent = ChatLogEvent & { seq: number };
 
 /** A node a cut or a merge batch waits for is not in HISTORY: the replay cannot be exact without it. */
 export class MissingNodeError extends Error {
@@ -41,6 +40,11 @@ export class ThreadReplay {
   private s: ThreadState;
   /** `at` of every applied message by position: a rebuilt merge node's `until`. */
   private readonly ats: string[] = [];
+  /**
+   * The worker's id index, kept while folding: id → first stream sequence. A message id is
+   * applied once even after it has left the tail, as the worker applies it.
+   */
+  private readonly ids = new Map<string, number>();
 
   constructor(
     thread: string,
@@ -65,23 +69,25 @@ export class ThreadReplay {
 
   /**
    * This thread's events of one stream read, in stream order: the messages between deletions
-   * are applied as one transition (`appendAll`), which copies what they share once.
+   * are applied as one transition (`appendAll`, the step's message rule over many messages),
+   * which copies what they share once.
    */
-  async applyAll(events: readonly ChatEvent[]): Promise<void> {
+  async applyAll(events: readonly StoredEvent[]): Promise<void> {
     let i = 0;
     while (i < events.length) {
-      const first = events[i] as ChatEvent;
-      if (first.kind === "deleted") {
+      const first = events[i] as StoredEvent;
+      if (first.type === "thread.deleted") {
         await this.apply(first);
         i += 1;
         continue;
       }
-      const run: MessageEvent[] = [];
-      for (let e = events[i]; e?.kind === "message"; e = events[++i]) run.push(e);
+      const run: LogEntry[] = [];
+      for (let e = events[i]; e?.type === "message.created"; e = events[++i])
+        run.push(this.claimed(e));
       const { state, outcomes } = appendAll(this.s, run, this.fromHistory);
       outcomes.forEach((outcome, k) => {
         if (outcome.type === "applied") {
-          this.ats[outcome.position] = (run[k] as MessageEvent).message.at;
+          this.ats[outcome.position] = (run[k] as LogEntry).message.at;
         }
       });
       this.s = state;
@@ -89,19 +95,28 @@ export class ThreadReplay {
     }
   }
 
-  async apply(event: ChatEvent): Promise<void> {
-    if (event.kind === "deleted") {
-      // As the thread machine does: nothing kept, the sequence remembered.
-      const core = deleteThread(this.s);
-      this.s = { ...core, seq: Math.max(core.seq, event.seq) };
+  async apply(event: StoredEvent): Promise<void> {
+    if (event.type === "thread.deleted") {
+      this.s = step(this.s, event).core;
+      // The worker erases the thread's id index with it.
+      this.ids.clear();
       this.ats.length = 0;
       return;
     }
-    const { state: appended, outcome } = appendMessage(this.s, event.message, event.seq);
-    if (outcome.type !== "applied") return;
-    this.ats[outcome.position] = event.message.at;
+    const claimed = this.claimed(event);
+    const { core: appended } = step(this.s, { ...event, ...claimed, type: "message.created" });
+    if (appended.count === this.s.count) return;
+    this.ats[appended.count - 1] = event.message.at;
     this.s = answerByRef(appended, this.fromHistory);
     await this.unblock();
+  }
+
+  /** The message with its id claimed in the index, as the worker claims it before applying. */
+  private claimed(event: MessageCreated & { seq: number }): LogEntry {
+    // A deleted thread takes nothing: the worker claims no id for it either.
+    if (this.s.deleted) return event;
+    const claim = claimId(this.ids, event.message.id, event.seq);
+    return claim.type === "duplicate" ? { ...event, firstSeq: claim.firstSeq } : event;
   }
 
   /**

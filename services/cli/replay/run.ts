@@ -19,7 +19,7 @@ import {
   type HistoryTexts,
   type StreamAccess,
 } from "./read.ts";
-import { ThreadReplay, type ChatEvent, type Resummarize } from "./rebuild.ts";
+import { ThreadReplay, type StoredEvent, type Resummarize } from "./rebuild.ts";
 import { createResummarizer } from "./resummarize.ts";
 import { rebuildSearchIndexes } from "./search.ts";
 import { natsUrlOf } from "../../config/nats-url.ts";
@@ -77,7 +77,7 @@ async function rebuildThreads(
   let skipped = 0;
   // Events are applied a read batch at a time, each thread's as one transition; the progress
   // counts them then too. Only a full batch makes the read wait (no promise per event).
-  let pending = new Map<string, ChatEvent[]>();
+  let pending = new Map<string, StoredEvent[]>();
   let held = 0;
   let heldBytes = 0;
   let read = 0;
@@ -96,7 +96,7 @@ async function rebuildThreads(
     progress.tick(read);
     read = 0;
   };
-  const add = (thread: string, event: ChatEvent, bytes = 0): Promise<void> | undefined => {
+  const add = (thread: string, event: StoredEvent, bytes = 0): Promise<void> | undefined => {
     const events = pending.get(thread);
     if (events) events.push(event);
     else pending.set(thread, [event]);
@@ -127,7 +127,7 @@ async function rebuildThreads(
     // nats-server 2.9 takes one filter per consumer, so deletions (rare) are read first and
     // merged into the message stream by sequence; partitioned, so are the messages stored
     // before the partition token (docs/scale-out.md), and the partitioned form is streamed.
-    const deletions: ChatEvent[] = [];
+    const deletions: StoredEvent[] = [];
     const messageForms = s.stored(thread, "message.created");
     const streamed = messageForms[messageForms.length - 1] as string;
     const firstRead = [...s.stored(thread, "thread.deleted"), ...messageForms.slice(0, -1)];
@@ -146,7 +146,7 @@ async function rebuildThreads(
       );
     }
     deletions.sort((a, b) => a.seq - b.seq);
-    const deleted = deletions.filter((e) => e.kind === "deleted").length;
+    const deleted = deletions.filter((e) => e.type === "thread.deleted").length;
     let next = 0;
     await readStream(
       access,
@@ -154,8 +154,8 @@ async function rebuildThreads(
       streamed,
       (n) => progress.total(n + deletions.length),
       async (raw) => {
-        while (next < deletions.length && (deletions[next] as ChatEvent).seq < raw.seq) {
-          await add(thread, deletions[next++] as ChatEvent);
+        while (next < deletions.length && (deletions[next] as StoredEvent).seq < raw.seq) {
+          await add(thread, deletions[next++] as StoredEvent);
         }
         read += 1;
         const parsed = parseChatEvent(names, raw);
@@ -163,7 +163,7 @@ async function rebuildThreads(
         else skipped += 1;
       },
     );
-    while (next < deletions.length) await add(thread, deletions[next++] as ChatEvent);
+    while (next < deletions.length) await add(thread, deletions[next++] as StoredEvent);
     await flush();
     // Made only now (by a flush or here): a thread's replay needs HISTORY in.
     if (replayOf(thread).state.count === 0 && deleted === 0) {

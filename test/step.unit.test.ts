@@ -1,0 +1,88 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { claimId } from "../shared/message-ids.ts";
+import { step, type Effect } from "../shared/step.ts";
+import { initialThreadState, type ThreadState } from "../shared/thread.ts";
+import { makeMessage } from "./support/conversation.ts";
+
+const settings = {
+  line: 64,
+  tail: [40, 80] as [number, number],
+  outline: [400, 800] as [number, number],
+  concurrency: 2,
+};
+
+/** Folds a log of message numbers through the step with an id index, answering no job. */
+function fold(log: number[]): { core: ThreadState; effects: Effect[] } {
+  let core = initialThreadState("s1", settings);
+  const ids = new Map<string, number>();
+  const effects: Effect[] = [];
+  log.forEach((i, k) => {
+    const message = makeMessage("s1", i, `message ${i} `.repeat(8));
+    const seq = k + 1;
+    const claim = claimId(ids, message.id, seq);
+    const firstSeq = claim.type === "duplicate" ? claim.firstSeq : undefined;
+    const next = step(core, {
+      type: "message.created",
+      message,
+      seq,
+      ...(firstSeq ? { firstSeq } : {}),
+    });
+    core = next.core;
+    effects.push(...next.effects);
+    // Every job answered at once: cuts happen, and ids leave the tail.
+    for (let j = 0; j < effects.length; j++) {
+      const effect = effects[j] as Effect;
+      if (effect.type !== "requestSummary") continue;
+      const { level, index } = effect.job;
+      const built = step(core, { type: "summary.built", level, index, text: `s${level}:${index}` });
+      core = built.core;
+      effects.push(...built.effects);
+    }
+  });
+  return { core, effects };
+}
+
+describe("the step", () => {
+  it("applies each message id once, in the tail or long after it left it", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 30 }), { maxLength: 120 }), (log) => {
+        const { core, effects } = fold(log);
+        expect(core.count).toBe(new Set(log).size);
+        const skipped = effects.filter((e) => e.type === "skipped");
+        expect(skipped).toHaveLength(log.length - new Set(log).size);
+        // Most long logs cut: the rule holds past the tail, not only inside it.
+        if (log.length > 100) expect(core.boundary).toBeGreaterThan(0);
+      }),
+    );
+  });
+
+  it("names the first copy of a re-published id, so the host can compare the two", () => {
+    const { effects } = fold([0, 1, 0]);
+    const skip = effects.find((e) => e.type === "skipped");
+    expect(skip).toMatchObject({ outcome: { type: "duplicate", firstSeq: 1 }, seq: 3 });
+  });
+
+  it("erases on thread.deleted and refuses later messages, reporting each", () => {
+    let core = fold([0, 1, 2]).core;
+    const deleted = step(core, { type: "thread.deleted", at: "2026-01-02T00:00:00Z", seq: 9 });
+    expect(deleted.effects).toEqual([{ type: "erased", thread: "s1", seq: 9 }]);
+    core = deleted.core;
+    expect(core).toMatchObject({ deleted: true, count: 0, seq: 9 });
+    const late = step(core, {
+      type: "message.created",
+      message: makeMessage("s1", 3, "late"),
+      seq: 10,
+    });
+    expect(late.core).toBe(core);
+    expect(late.effects).toMatchObject([{ type: "skipped", outcome: { type: "rejected" } }]);
+    expect(step(core, { type: "jobs.resume" }).effects).toEqual([]);
+  });
+
+  it("claims an id again for the same sequence as new (a redelivery)", () => {
+    const ids = new Map<string, number>();
+    expect(claimId(ids, "a", 4)).toEqual({ type: "new" });
+    expect(claimId(ids, "a", 4)).toEqual({ type: "new" });
+    expect(claimId(ids, "a", 7)).toEqual({ type: "duplicate", firstSeq: 4 });
+  });
+});
