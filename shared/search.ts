@@ -68,14 +68,37 @@ export function denseGrams(text: string): string {
  * thread's newest messages, a bounded number per page.
  */
 export type QueryPlan =
-  | { kind: "trigram"; match: string }
+  | { kind: "trigram"; match: string; words?: WordsFirst }
   | { kind: "grams"; match: string }
   | { kind: "scan"; folded: string };
+
+/**
+ * A phrase of printable ASCII with words of 4+ characters: its words' index entries find the
+ * messages holding all of them, and the text is checked for the phrase. A phrase's common
+ * trigrams (` is`, `e i`) make the index read long lists; a fact's rare word makes the candidates
+ * few (short words are mostly common ones: `and`, `the`). For ASCII the check's folding and the
+ * index's are the same.
+ */
+export interface WordsFirst {
+  /** The words of 4+ characters, each a phrase, all required (`"locker" AND "4711"`). */
+  match: string;
+  /** The query as the check finds it in a folded text. */
+  folded: string;
+}
+
+const quoted = (text: string) => `"${text.replaceAll('"', '""')}"`;
 
 /** `query` normalized and non-empty. */
 export function planQuery(query: string): QueryPlan {
   const chars = [...query];
-  if (chars.length >= 3) return { kind: "trigram", match: `"${query.replaceAll('"', '""')}"` };
+  if (chars.length >= 3) {
+    const plan: QueryPlan = { kind: "trigram", match: quoted(query) };
+    const words = query.split(" ").filter((w) => w.length >= 4);
+    if (query.includes(" ") && words.length > 0 && /^[\x20-\x7e]+$/.test(query)) {
+      plan.words = { match: words.map(quoted).join(" AND "), folded: fold(query) };
+    }
+    return plan;
+  }
   if (chars.every(isDense)) {
     const [a = "", b] = chars;
     return { kind: "grams", match: gramToken(a, b) };

@@ -20,8 +20,21 @@ import { makeMessage } from "./support/conversation.ts";
 
 describe("what a search matches", () => {
   it("plans trigram for 3+ characters, grams for 1-2 dense ones, a scan for other short ones", () => {
-    expect(planQuery("locker cod")).toEqual({ kind: "trigram", match: '"locker cod"' });
-    expect(planQuery('say "hi"')).toEqual({ kind: "trigram", match: '"say ""hi"""' });
+    expect(planQuery("locker")).toEqual({ kind: "trigram", match: '"locker"' });
+    // A phrase of ASCII words: its words of 3+ characters find the candidates first.
+    expect(planQuery("Locker cod is 4711")).toEqual({
+      kind: "trigram",
+      match: '"Locker cod is 4711"',
+      words: { match: '"Locker" AND "4711"', folded: "locker cod is 4711" },
+    });
+    expect(planQuery('say "hi"')).toEqual({
+      kind: "trigram",
+      match: '"say ""hi"""',
+      words: { match: '"""hi"""', folded: 'say "hi"' },
+    });
+    // No word of 4 characters or more, or not ASCII: the phrase alone.
+    expect(planQuery("and is a")).toEqual({ kind: "trigram", match: '"and is a"' });
+    expect(planQuery("été ici")).toEqual({ kind: "trigram", match: '"été ici"' });
     expect(planQuery("会议")).toEqual({ kind: "grams", match: "b4f1ax8bae" });
     expect(planQuery("🎉")).toEqual({ kind: "grams", match: "u1f389" });
     expect(planQuery("OK")).toEqual({ kind: "scan", folded: "ok" });

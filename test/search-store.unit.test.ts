@@ -1,8 +1,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { planQuery } from "../shared/search.ts";
+import { fold, normalizeText, planQuery } from "../shared/search.ts";
 import { SearchStore, StoreMismatch, type IndexEvent } from "../services/search/store.ts";
 import { makeMessage } from "./support/conversation.ts";
 
@@ -52,6 +53,51 @@ describe("SearchStore", () => {
     expect(reopened.eraseGone(new Set(["b"]))).toEqual(["a"]);
     expect(reopened.rowsOf("a")).toBe(0);
     reopened.close();
+  });
+
+  it("finds a phrase through its words as through the phrase itself: the same hits", () => {
+    // Few words, some short, in any case: phrases match often, and words without the phrase too.
+    const word = fc.constantFrom("is", "a", "the", "Code", "locker", "LOCK", "er", "4711", "c0de");
+    const text = fc.array(word, { minLength: 1, maxLength: 8 }).map((w) => w.join(" "));
+    let n = 0;
+    fc.assert(
+      fc.property(
+        fc.array(text, { minLength: 1, maxLength: 30 }),
+        fc.array(word, { minLength: 2, maxLength: 3 }).map((w) => w.join(" ")),
+        fc.integer({ min: 1, max: 5 }),
+        fc.integer({ min: 1, max: 40 }),
+        (texts, query, candidates, limit) => {
+          const store = SearchStore.open(join(dir, `p${n++}.db`), { candidates });
+          try {
+            store.apply(
+              texts.map((t, i) => message("t", i, t, i + 1)),
+              texts.length,
+            );
+            const q = normalizeText(query);
+            const plan = planQuery(q);
+            expect(plan.kind === "trigram" && plan.words !== undefined).toBe(
+              q.split(" ").some((w) => w.length >= 4),
+            );
+            const expected = texts
+              .map((t, i) => ({ t, i }))
+              .filter(({ t }) => fold(normalizeText(t)).includes(fold(q)))
+              .map(({ i }) => i)
+              .reverse();
+            // Words first (small `candidates` send common words to the phrase), the phrase alone.
+            const phraseOnly =
+              plan.kind === "trigram" ? { kind: plan.kind, match: plan.match } : plan;
+            for (const p of [plan, phraseOnly]) {
+              const page = store.search("t", p, Number.MAX_SAFE_INTEGER, limit);
+              expect(page.hits.map((h) => h.position)).toEqual(expected.slice(0, limit));
+              expect(page.before).toBe(expected.length > limit ? expected[limit - 1] : null);
+            }
+          } finally {
+            store.close();
+          }
+        },
+      ),
+      { numRuns: 60 },
+    );
   });
 
   it("refuses a file another search service holds, and gives up only files that are not ours", () => {

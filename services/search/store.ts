@@ -22,6 +22,12 @@ export const SCHEMA_VERSION = 1;
 /** Messages a scan (a short query outside the indexes) reads per page, newest first. */
 export const SCAN_ROWS = 10_000;
 
+/**
+ * Messages holding a phrase's words that are checked for the phrase itself; more than this and
+ * the words are common, so the phrase is looked up in the index instead (WordsFirst).
+ */
+export const CANDIDATES = 256;
+
 /** One CHAT event as the index applies it. */
 export type IndexEvent =
   | { kind: "message"; seq: number; thread: string; message: Message }
@@ -53,6 +59,8 @@ export interface StreamIdentity {
 export interface StoreOptions {
   /** SQLite page cache, in MiB (the index's memory bound besides one apply batch). */
   cacheMiB?: number;
+  /** CANDIDATES, smaller in tests to take both ways. */
+  candidates?: number;
 }
 
 export interface ApplyCounts {
@@ -107,11 +115,13 @@ export class SearchStore {
   readonly path: string;
   readonly #db: Database.Database;
   readonly #s;
+  readonly #candidates: number;
   #applied: number;
 
-  private constructor(path: string, db: Database.Database) {
+  private constructor(path: string, db: Database.Database, candidates: number) {
     this.path = path;
     this.#db = db;
+    this.#candidates = candidates;
     const p = (sql: string) => db.prepare(sql);
     this.#s = {
       meta: p("SELECT value FROM meta WHERE key = ?"),
@@ -145,6 +155,12 @@ export class SearchStore {
       ),
       grams: p(
         "SELECT g.rowid & 4294967295 AS position, m.mid, m.at, m.sender, m.text FROM grams g JOIN messages m ON m.id = g.rowid WHERE grams MATCH @match AND g.rowid BETWEEN (@key << 32) AND (@key << 32) | @top ORDER BY g.rowid DESC LIMIT @limit",
+      ),
+      candidates: p(
+        "SELECT rowid & 4294967295 AS position FROM fts WHERE fts MATCH @match AND rowid BETWEEN (@key << 32) AND (@key << 32) | @top ORDER BY rowid DESC LIMIT @cap",
+      ),
+      checked: p(
+        "SELECT id & 4294967295 AS position, mid, at, sender, text FROM messages WHERE id IN (SELECT (@key << 32) | value FROM json_each(@positions)) AND folded_has(text, @folded) ORDER BY id DESC LIMIT @limit",
       ),
       scan: p(
         "SELECT id & 4294967295 AS position, mid, at, sender, text FROM messages WHERE id BETWEEN (@key << 32) | @from AND (@key << 32) | @top AND text IS NOT NULL AND folded_has(text, @folded) ORDER BY id DESC LIMIT @limit",
@@ -186,7 +202,7 @@ export class SearchStore {
           `${path} is not a search index of version ${SCHEMA_VERSION} (found version ${version})`,
         );
       }
-      return new SearchStore(path, db);
+      return new SearchStore(path, db, options.candidates ?? CANDIDATES);
     } catch (err) {
       db?.close();
       const code = (err as { code?: unknown }).code;
@@ -353,10 +369,25 @@ export class SearchStore {
       if (hits.length === limit && last) return { hits, before: last.position };
       return { hits, before: from > 0 ? from : null };
     }
-    const statement = plan.kind === "trigram" ? this.#s.trigram : this.#s.grams;
-    const rows = statement.all({
-      key: row.key,
-      top: top - 1,
+    const range = { key: row.key, top: top - 1 };
+    let rows: Row[] | undefined;
+    if (plan.kind === "trigram" && plan.words) {
+      const cap = this.#candidates;
+      const positions = this.#s.candidates
+        .all({ ...range, match: plan.words.match, cap })
+        .map((r) => (r as { position: number }).position);
+      // All the messages holding the words: the phrase is among them.
+      if (positions.length < cap) {
+        rows = this.#s.checked.all({
+          key: row.key,
+          positions: JSON.stringify(positions),
+          folded: plan.words.folded,
+          limit: limit + 1,
+        }) as Row[];
+      }
+    }
+    rows ??= (plan.kind === "trigram" ? this.#s.trigram : this.#s.grams).all({
+      ...range,
       match: plan.match,
       limit: limit + 1,
     }) as Row[];
