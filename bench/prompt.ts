@@ -1,26 +1,27 @@
-// Prompt latency: GET /threads/{t}/prompt for a thread at a full outline and a full tail (default
-// settings), against the prompt-builder's HTTP server over a private nats-server, vs a raw KV get
-// of the same thread's snapshot over the same NATS connection. Sequential requests, one at a time,
-// in three rounds of each (the best p99 of each side is kept: the first round still warms up).
-// Nothing changes between requests, so the prompt-builder serves the body it built first (checked
-// against a fresh read of the snapshot and the newest sequence each time); a second server that
-// keeps nothing measures what a request costs when it must build the prompt.
-// Then turns, the usual real pattern: one new message is published, then its prompt is asked for
-// while the snapshot (written by the coalescing worker) lags a few messages behind, so every
-// prompt includes the messages stored after the snapshot. Every TURN_SNAPSHOT_EVERY turns the
-// snapshot catches up (written as the worker would, through the pure core), which bounds how
-// many messages are newer than it.
-import { request, Agent } from "node:http";
+// Prompt latency on the prompt-builder's HTTP server over a private nats-server, for threads at
+// a full outline and a full tail (default settings, just before a cut: the largest prompts).
+//
+// The headline is a real turn: one new message is published to a thread, then an agent asks for
+// that thread's prompt (only the GET is timed), over THREADS threads and three agents by turns,
+// while each thread's snapshot (written by the coalescing worker) lags 1 to TURN_SNAPSHOT_EVERY
+// messages behind and is then written anew (through the pure core, as the worker would). Each
+// turn is followed by a raw KV get of the same thread's snapshot on the same connection, the
+// baseline in the same run. ROUNDS rounds; each figure is the median of its rounds' quantiles.
+// Every CHECK_EVERY-th turn the body served is compared with one built from scratch by a second
+// server that keeps nothing (untimed): a fast turn must answer the same bytes.
+// Beside it: the same request repeated with nothing changed (served from the body kept), and
+// requests to the server that keeps nothing (every request reads and builds the whole prompt).
+import { Agent } from "node:http";
 import { performance } from "node:perf_hooks";
-import { jetstream } from "@nats-io/jetstream";
-import { Kvm } from "@nats-io/kv";
+import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
 import type { Message } from "../shared/events.ts";
 import { answerAll } from "../shared/replay.ts";
 import { DEFAULT_SETTINGS } from "../shared/settings.ts";
 import { toSnapshot } from "../shared/snapshot.ts";
 import { appendMessage, initialThreadState, type ThreadState } from "../shared/thread.ts";
 import { estimateMessageTokens } from "../shared/tokens.ts";
-import { subjects } from "../services/nats/subjects.ts";
+import { subjects, type Subjects } from "../services/nats/subjects.ts";
 import { natsHealth } from "../services/prompt-builder/health.ts";
 import { createHttpServer, listen } from "../services/prompt-builder/http.ts";
 import { createMetrics } from "../services/prompt-builder/metrics.ts";
@@ -29,13 +30,16 @@ import { createReader } from "../services/prompt-builder/reader.ts";
 import { benchMessage, publishAll, type Outgoing } from "./support/load.ts";
 import { profiled } from "./support/profile.ts";
 import { startBenchServer } from "./support/server.ts";
+import { getText, ms, quantile, timed } from "./support/timing.ts";
 
-const REQUESTS = Number(process.env.BENCH_PROMPT_REQUESTS ?? 1_000);
+const THREADS = Number(process.env.BENCH_PROMPT_THREADS ?? 4);
+const AGENTS = ["north", "south", "east"];
+/** Turns per round (spread over the threads), and repeated requests per round. */
 const TURNS = Number(process.env.BENCH_PROMPT_TURNS ?? 300);
-/** Rounds of REQUESTS prompts and as many KV gets; each side keeps its best (lowest p99). */
-const PROMPT_ROUNDS = Number(process.env.BENCH_PROMPT_ROUNDS ?? 3);
+const REQUESTS = Number(process.env.BENCH_PROMPT_REQUESTS ?? 300);
+const ROUNDS = Number(process.env.BENCH_PROMPT_ROUNDS ?? 5);
 const TURN_SNAPSHOT_EVERY = 20;
-const THREAD = "full";
+const CHECK_EVERY = 10;
 const [, OUTLINE_HIGH] = DEFAULT_SETTINGS.outline;
 const [, TAIL_HIGH] = DEFAULT_SETTINGS.tail;
 
@@ -49,14 +53,15 @@ const withMessage = (state: ThreadState, message: Message, seq: number): ThreadS
   );
 
 /**
- * Appends messages through the pure core (instant summaries) until the outline is past 80% of
- * its high mark and the tail past 90% of its own, i.e. just before a cut: the largest prompt.
+ * Messages through the pure core (instant summaries) until the outline is past 80% of its high
+ * mark and the tail past 90% of its own, i.e. just before a cut: the largest prompt. Sequences
+ * are positions here; the caller renumbers them as stored.
  */
-function fullThread(): { state: ThreadState; messages: Message[] } {
-  let state = initialThreadState(THREAD, DEFAULT_SETTINGS);
+function fullThread(thread: string): { state: ThreadState; messages: Message[] } {
+  let state = initialThreadState(thread, DEFAULT_SETTINGS);
   const messages: Message[] = [];
   for (let i = 0; i < 50_000; i++) {
-    const message = benchMessage(THREAD, i);
+    const message = benchMessage(thread, i);
     messages.push(message);
     state = withMessage(state, message, i + 1);
     if (state.outlineBytes >= 0.8 * OUTLINE_HIGH && tailTokens(state) >= 0.9 * TAIL_HIGH)
@@ -67,91 +72,80 @@ function fullThread(): { state: ThreadState; messages: Message[] } {
   );
 }
 
-function quantile(sorted: number[], q: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+/** One bench thread: its core state as last written to KV, and messages since. */
+interface BenchThread {
+  name: string;
+  state: ThreadState;
+  pending: { message: Message; seq: number }[];
+  next: number;
 }
 
-async function timed(count: number, fn: () => Promise<unknown>): Promise<number[]> {
-  const times: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const t = performance.now();
-    await fn();
-    times.push(performance.now() - t);
-  }
-  return times.sort((a, b) => a - b);
+/** Stores a thread's messages, then its state rebuilt on their stored sequences, in KV. */
+async function storeThread(
+  js: JetStreamClient,
+  kv: KV,
+  s: Subjects,
+  name: string,
+): Promise<BenchThread> {
+  const { messages } = fullThread(name);
+  const encoder = new TextEncoder();
+  const seqs = await publishAll(
+    js,
+    messages.map((m): Outgoing => ({
+      subject: s.messageCreated(name),
+      msgID: m.id,
+      thread: name,
+      data: encoder.encode(JSON.stringify(m)),
+    })),
+    1,
+  );
+  let state = initialThreadState(name, DEFAULT_SETTINGS);
+  for (const [i, m] of messages.entries()) state = withMessage(state, m, seqs[i] as number);
+  await kv.put(name, JSON.stringify(toSnapshot(state)));
+  return { name, state, pending: [], next: messages.length };
 }
 
-function get(agent: Agent, port: number, path: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: "127.0.0.1", port, path, agent }, (res) => {
-      let bytes = 0;
-      res.on("data", (chunk: Buffer) => (bytes += chunk.length));
-      res.on("end", () =>
-        res.statusCode === 200
-          ? resolve(bytes)
-          : reject(new Error(`GET ${path} answered ${res.statusCode}`)),
-      );
-    });
-    req.on("error", reject);
-    req.end();
-  });
-}
-
-const ms = (x: number) => Number(x.toFixed(3));
+/** The median of numbers (the upper one of an even count). */
+const median = (xs: number[]): number =>
+  [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
 export async function run(): Promise<Record<string, number>> {
   const server = await startBenchServer("prompt");
   const http = { close: () => {} };
   try {
-    const { state, messages } = fullThread();
     const nc = await server.connect("prompt-builder");
     const js = jetstream(nc);
     const s = subjects(server.names);
-    const encoder = new TextEncoder();
-    const seqs = await publishAll(
-      js,
-      messages.map((m): Outgoing => ({
-        subject: s.messageCreated(THREAD),
-        msgID: m.id,
-        thread: THREAD,
-        data: encoder.encode(JSON.stringify(m)),
-      })),
-      1,
-    );
-    if (seqs.at(-1) !== messages.length)
-      throw new Error("CHAT sequences differ from positions: the bench server was not empty");
     // Direct gets, the fastest read the bucket allows: the baseline the prompt is held to.
     const kv = await new Kvm(js).open(server.names.kvBucket, { allow_direct: true });
-    await kv.put(THREAD, JSON.stringify(toSnapshot(state)));
+    const threads: BenchThread[] = [];
+    for (let t = 0; t < THREADS; t++) threads.push(await storeThread(js, kv, s, `full${t}`));
+    const first = threads[0] as BenchThread;
 
     const metrics = createMetrics(nc, {
       workerSubject: `${server.names.apiPrefix}.metrics.worker`,
     });
-    const operations = createOperations(
-      createReader(nc, server.names, {
-        onNewerRead: (path, count) => metrics.newerRead(path, count),
-      }),
-      { tailCap: 2 * TAIL_HIGH, onPromptCache: (hit) => metrics.promptCache(hit) },
-    );
-    const httpServer = createHttpServer({
-      operations,
-      metrics,
-      health: natsHealth(nc),
-      token: undefined,
-      log: () => {},
-    });
-    const { port } = await listen(httpServer, "127.0.0.1", 0);
-    // The same server keeping no built prompt: what a request costs when something changed.
-    const uncachedServer = createHttpServer({
-      operations: createOperations(createReader(nc, server.names), {
-        tailCap: 2 * TAIL_HIGH,
-        promptCacheBytes: 0,
-      }),
-      metrics,
-      health: natsHealth(nc),
-      token: undefined,
-      log: () => {},
-    });
+    const serve = (promptCacheBytes?: number) =>
+      createHttpServer({
+        operations: createOperations(
+          createReader(nc, server.names, {
+            onNewerRead: (path, count) => metrics.newerRead(path, count),
+          }),
+          {
+            tailCap: 2 * TAIL_HIGH,
+            onPromptCache: (hit) => metrics.promptCache(hit),
+            ...(promptCacheBytes === undefined ? {} : { promptCacheBytes }),
+          },
+        ),
+        metrics,
+        health: natsHealth(nc),
+        token: undefined,
+        log: () => {},
+      });
+    const httpServer = serve();
+    const port = (await listen(httpServer, "127.0.0.1", 0)).port;
+    // The same server keeping nothing: what a request costs when it reads and builds it all.
+    const uncachedServer = serve(0);
     const uncachedPort = (await listen(uncachedServer, "127.0.0.1", 0)).port;
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     http.close = () => {
@@ -159,77 +153,105 @@ export async function run(): Promise<Record<string, number>> {
       httpServer.close();
       uncachedServer.close();
     };
-    const path = `/threads/${THREAD}/prompt?agent=north`;
-    const bytes = await get(agent, port, path);
-    await timed(50, () => get(agent, port, path)); // warm-up
-    // PROMPT_ROUNDS rounds of the prompts then the KV gets; each keeps its round of lowest p99.
-    // A hiccup of the host only ever adds time, so the best round is the closest to what a
-    // request costs itself (as e2e and replay keep their best rounds).
-    let prompt: number[] = [];
-    let raw: number[] = [];
-    const p99s: string[] = [];
-    for (let round = 0; round < PROMPT_ROUNDS; round++) {
-      const timedPrompts = () => timed(REQUESTS, () => get(agent, port, path));
-      const p = round === 0 ? await profiled(timedPrompts) : await timedPrompts();
-      const k = await timed(REQUESTS, () => kv.get(THREAD));
-      p99s.push(`${ms(quantile(p, 0.99))} / ${ms(quantile(k, 0.99))}`);
-      if (prompt.length === 0 || quantile(p, 0.99) < quantile(prompt, 0.99)) prompt = p;
-      if (raw.length === 0 || quantile(k, 0.99) < quantile(raw, 0.99)) raw = k;
-    }
-    console.log(`  p99 per round, prompt / raw KV get (ms): ${p99s.join("; ")}`);
-    await timed(50, () => get(agent, uncachedPort, path)); // warm-up
-    const uncached = await timed(REQUESTS, () => get(agent, uncachedPort, path));
-
-    // Turns: publish one message, then GET the prompt (only the GET is timed). The snapshot
-    // catches up every TURN_SNAPSHOT_EVERY turns, so 1 to TURN_SNAPSHOT_EVERY messages are newer.
-    let turnState = state;
-    let pending: { message: Message; seq: number }[] = [];
-    let newest = 0;
-    const turns: number[] = [];
-    for (let t = 0; t < TURNS; t++) {
-      if (pending.length === TURN_SNAPSHOT_EVERY) {
-        for (const p of pending) turnState = withMessage(turnState, p.message, p.seq);
-        pending = [];
-        await kv.put(THREAD, JSON.stringify(toSnapshot(turnState)));
+    const pathOf = (thread: string, who: string) => `/threads/${thread}/prompt?agent=${who}`;
+    const repeated = pathOf(first.name, "north");
+    const bytes = (await getText(agent, port, repeated)).length;
+    // Warm-up of both servers (the JIT, the connection, the message caches).
+    for (const t of threads) {
+      for (const who of AGENTS) {
+        await getText(agent, port, pathOf(t.name, who));
+        await getText(agent, uncachedPort, pathOf(t.name, who));
       }
-      const message = benchMessage(THREAD, messages.length + t);
-      const { seq } = await js.publish(s.messageCreated(THREAD), JSON.stringify(message), {
-        msgID: message.id,
-      });
-      pending.push({ message, seq });
-      const started = performance.now();
-      newest = await get(agent, port, path);
-      turns.push(performance.now() - started);
     }
-    turns.sort((a, b) => a - b);
+    await timed(50, () => getText(agent, port, repeated));
 
-    const figures = {
+    const rounds: Record<string, number>[] = [];
+    let turnNo = 0;
+    let checked = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      const turns: number[] = [];
+      const gets: number[] = [];
+      const realTurns = async () => {
+        for (let i = 0; i < TURNS; i++, turnNo++) {
+          const thread = threads[turnNo % THREADS] as BenchThread;
+          const who = AGENTS[Math.floor(turnNo / THREADS) % AGENTS.length] as string;
+          if (thread.pending.length === TURN_SNAPSHOT_EVERY) {
+            for (const p of thread.pending)
+              thread.state = withMessage(thread.state, p.message, p.seq);
+            thread.pending = [];
+            await kv.put(thread.name, JSON.stringify(toSnapshot(thread.state)));
+          }
+          const message = benchMessage(thread.name, thread.next++);
+          const { seq } = await js.publish(s.messageCreated(thread.name), JSON.stringify(message), {
+            msgID: message.id,
+          });
+          thread.pending.push({ message, seq });
+          const path = pathOf(thread.name, who);
+          const started = performance.now();
+          const body = await getText(agent, port, path);
+          turns.push(performance.now() - started);
+          const got = performance.now();
+          await kv.get(thread.name);
+          gets.push(performance.now() - got);
+          if (turnNo % CHECK_EVERY === 0) {
+            const built = await getText(agent, uncachedPort, path);
+            if (built !== body) {
+              throw new Error(
+                `turn ${turnNo}: the prompt served for ${path} differs from one built from scratch`,
+              );
+            }
+            checked += 1;
+          }
+        }
+      };
+      if (round === 0) await profiled(realTurns);
+      else await realTurns();
+      turns.sort((a, b) => a - b);
+      gets.sort((a, b) => a - b);
+      const cached = await timed(REQUESTS, () => getText(agent, port, repeated));
+      const uncached = await timed(REQUESTS, () => getText(agent, uncachedPort, repeated));
+      rounds.push({
+        turn_p50: quantile(turns, 0.5),
+        turn_p99: quantile(turns, 0.99),
+        kv_get_p50: quantile(gets, 0.5),
+        kv_get_p99: quantile(gets, 0.99),
+        cached_p50: quantile(cached, 0.5),
+        cached_p99: quantile(cached, 0.99),
+        uncached_p50: quantile(uncached, 0.5),
+        uncached_p99: quantile(uncached, 0.99),
+      });
+    }
+    const med = (key: string) => ms(median(rounds.map((r) => r[key] as number)));
+    const state = first.state;
+    const figures: Record<string, number> = {
+      "prompt.threads": THREADS,
       "prompt.outline_kb": Math.round(state.outlineBytes / 1000),
       "prompt.tail_tokens": tailTokens(state),
       "prompt.tail_messages": state.tail.length,
       "prompt.response_kb": Math.round(bytes / 1000),
-      "prompt.p50_ms": ms(quantile(prompt, 0.5)),
-      "prompt.p99_ms": ms(quantile(prompt, 0.99)),
-      "prompt.kv_get_p50_ms": ms(quantile(raw, 0.5)),
-      "prompt.kv_get_p99_ms": ms(quantile(raw, 0.99)),
-      "prompt.uncached_p50_ms": ms(quantile(uncached, 0.5)),
-      "prompt.uncached_p99_ms": ms(quantile(uncached, 0.99)),
-      "prompt.turn_p50_ms": ms(quantile(turns, 0.5)),
-      "prompt.turn_p99_ms": ms(quantile(turns, 0.99)),
+      "prompt.turn_p50_ms": med("turn_p50"),
+      "prompt.turn_p99_ms": med("turn_p99"),
+      "prompt.kv_get_p50_ms": med("kv_get_p50"),
+      "prompt.kv_get_p99_ms": med("kv_get_p99"),
+      "prompt.turn_p99_over_kv_get_p99": Number(
+        median(rounds.map((r) => (r.turn_p99 as number) / (r.kv_get_p99 as number))).toFixed(2),
+      ),
+      "prompt.cached_p50_ms": med("cached_p50"),
+      "prompt.cached_p99_ms": med("cached_p99"),
+      "prompt.uncached_p50_ms": med("uncached_p50"),
+      "prompt.uncached_p99_ms": med("uncached_p99"),
     };
+    const perRound = (key: string) => rounds.map((r) => ms(r[key] as number)).join(", ");
     console.log(
-      `  thread of ${state.count} messages: outline ${figures["prompt.outline_kb"]} KB (${state.outline.length} lines), tail ${figures["prompt.tail_tokens"]} tokens (${state.tail.length} messages); prompt ${figures["prompt.response_kb"]} KB`,
+      `  ${THREADS} threads of ~${state.count} messages: outline ${figures["prompt.outline_kb"]} KB (${state.outline.length} lines), tail ${figures["prompt.tail_tokens"]} tokens (${state.tail.length} messages); prompt ${figures["prompt.response_kb"]} KB`,
     );
     console.log(
-      `  GET prompt ×${REQUESTS}: p50 ${figures["prompt.p50_ms"]} ms, p99 ${figures["prompt.p99_ms"]} ms (target p99 < 10 ms); raw KV get p50 ${figures["prompt.kv_get_p50_ms"]} ms, p99 ${figures["prompt.kv_get_p99_ms"]} ms`,
+      `  real turns (${ROUNDS} rounds of ${TURNS}: publish a message, then GET prompt for one of ${AGENTS.length} agents; 1–${TURN_SNAPSHOT_EVERY} messages newer than the snapshot): p50 ${figures["prompt.turn_p50_ms"]} ms, p99 ${figures["prompt.turn_p99_ms"]} ms (rounds ${perRound("turn_p99")}; target ≤ 10 ms and ≤ 2× the KV get); raw KV get after each: p50 ${figures["prompt.kv_get_p50_ms"]} ms, p99 ${figures["prompt.kv_get_p99_ms"]} ms (rounds ${perRound("kv_get_p99")}); ${checked} turns checked against a prompt built from scratch`,
     );
     console.log(
-      `  GET prompt ×${REQUESTS} with nothing kept (every request reads and builds the prompt): p50 ${figures["prompt.uncached_p50_ms"]} ms, p99 ${figures["prompt.uncached_p99_ms"]} ms`,
+      `  the same request repeated (${REQUESTS} a round, the body kept): p50 ${figures["prompt.cached_p50_ms"]} ms, p99 ${figures["prompt.cached_p99_ms"]} ms; a server keeping nothing: p50 ${figures["prompt.uncached_p50_ms"]} ms, p99 ${figures["prompt.uncached_p99_ms"]} ms`,
     );
-    console.log(
-      `  ${TURNS} turns (publish a message, then GET prompt; 1–${TURN_SNAPSHOT_EVERY} messages newer than the snapshot, last prompt ${Math.round(newest / 1000)} KB): p50 ${figures["prompt.turn_p50_ms"]} ms, p99 ${figures["prompt.turn_p99_ms"]} ms`,
-    );
-    // Over every request to the first server: how its prompts were served and read.
+    // Over every request to both servers: how prompts were served and read.
     const counters = (await metrics.render())
       .split("\n")
       .filter((l) => /^outline_prompt_(cache|newer_reads)_total/.test(l))

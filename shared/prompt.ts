@@ -93,7 +93,7 @@ export const renderPromptLine = (line: PromptLine): string =>
   `${line.id}+${line.n}|${foldNewlines(line.text)}`;
 
 /** Lines whose newest message is older than the window are left out, as their messages are. */
-function shownLines(input: PromptInput): readonly PromptLine[] {
+function shownLines(input: Pick<PromptInput, "lines" | "from">): readonly PromptLine[] {
   if (!input.from) return input.lines;
   const from = time(input.from);
   return input.lines.filter((line) => time(line.until) >= from);
@@ -143,36 +143,83 @@ export function wholeMessage(message: Message, agent: string, cutAt: string | nu
   return out;
 }
 
-function stats(
-  lines: readonly PromptLine[],
-  rendered: readonly string[],
-  tailTokens: number,
-  pending: number,
-): PromptStats {
-  let outlineBytes = 0;
-  for (const r of rendered) outlineBytes += utf8Bytes(r) + 1;
-  return { outlineBytes, tailTokens, lines: lines.length, pending };
+/**
+ * The outline's part of a prompt, rendered once: it changes only with a snapshot, so a caller
+ * serving many turns of a thread keeps it per snapshot (and per window, format and header).
+ */
+export interface RenderedOutline {
+  /** Shown lines, and the bytes they add (each line and its newline). */
+  lines: number;
+  bytes: number;
+  /** The outline message (OpenAI: one text; Anthropic: cache-marked blocks); none without lines. */
+  openai: OpenAIMessage | undefined;
+  anthropic: AnthropicMessage | undefined;
 }
+
+/** The outline lines `input` shows (its window applied), rendered in both formats. */
+export function renderOutline(
+  input: Pick<PromptInput, "lines" | "from" | "search">,
+): RenderedOutline {
+  const lines = shownLines(input);
+  const rendered = lines.map(renderPromptLine);
+  let bytes = 0;
+  for (const r of rendered) bytes += utf8Bytes(r) + 1;
+  if (rendered.length === 0) return { lines: 0, bytes, openai: undefined, anthropic: undefined };
+  const header = outlineHeader(input.search === true);
+  return {
+    lines: lines.length,
+    bytes,
+    openai: { role: "user", content: `${header}\n<chat>\n${rendered.join("\n")}\n</chat>` },
+    anthropic: { role: "user", content: anthropicBlocks(header, rendered) },
+  };
+}
+
+/** What a prompt shows after its outline: the note on messages the cap left out, then the tail. */
+export interface PromptTail {
+  note: OpenAIMessage | undefined;
+  /** The messages shown whole, oldest first (as `wholeMessage` renders each). */
+  whole: readonly Message[];
+  tokens: number;
+  pending: number;
+}
+
+/** The whole messages `input` shows: its window, then its hard cap, applied. */
+export function promptTail(input: PromptInput): PromptTail {
+  const all = shownTail(input);
+  const { drop: pending, tokens } = overCap(all, input.tailCap);
+  const whole = pending > 0 ? all.slice(pending) : all;
+  let note: OpenAIMessage | undefined;
+  if (pending > 0) {
+    const first = (input.firstPosition ?? 0) + (input.tail.length - all.length);
+    note = { role: "user", content: pendingNote(first, pending) };
+  }
+  return { note, whole, tokens, pending };
+}
+
+/** A prompt's stats from its two parts. */
+export const promptStats = (outline: RenderedOutline, tail: PromptTail): PromptStats => ({
+  outlineBytes: outline.bytes,
+  tailTokens: tail.tokens,
+  lines: outline.lines,
+  pending: tail.pending,
+});
 
 /** SPEC §5 in OpenAI chat format: the outline as one user message, then the tail whole. */
 export function buildOpenAIPrompt(input: PromptInput): Prompt<OpenAIMessage> {
-  const lines = shownLines(input);
-  const all = shownTail(input);
-  const { drop: pending, tokens } = overCap(all, input.tailCap);
-  const tail = pending > 0 ? all.slice(pending) : all;
-  const rendered = lines.map(renderPromptLine);
-  const whole = tail.map((m) => wholeMessage(m, input.agent, input.cutAt));
-  if (pending > 0) {
-    const first = (input.firstPosition ?? 0) + (input.tail.length - all.length);
-    whole.unshift({ role: "user", content: pendingNote(first, pending) });
-  }
-  const summary = stats(lines, rendered, tokens, pending);
-  if (rendered.length === 0) return { messages: whole, stats: summary };
-  const outline: OpenAIMessage = {
-    role: "user",
-    content: `${outlineHeader(input.search === true)}\n<chat>\n${rendered.join("\n")}\n</chat>`,
-  };
-  return { messages: [outline, ...whole], stats: summary };
+  const outline = renderOutline(input);
+  return buildPrompt(input, outline.openai, outline);
+}
+
+function buildPrompt<M extends OpenAIMessage | AnthropicMessage>(
+  input: PromptInput,
+  outlineMessage: M | undefined,
+  outline: RenderedOutline,
+): Prompt<M | OpenAIMessage> {
+  const tail = promptTail(input);
+  const messages: (M | OpenAIMessage)[] = outlineMessage ? [outlineMessage] : [];
+  if (tail.note) messages.push(tail.note);
+  for (const m of tail.whole) messages.push(wholeMessage(m, input.agent, input.cutAt));
+  return { messages, stats: promptStats(outline, tail) };
 }
 
 /**
@@ -181,13 +228,12 @@ export function buildOpenAIPrompt(input: PromptInput): Prompt<OpenAIMessage> {
  * about 20 blocks from a mark). The blocks' texts joined are the OpenAI outline message's content.
  */
 export function buildAnthropicPrompt(input: PromptInput): Prompt<AnthropicMessage> {
-  const openai = buildOpenAIPrompt(input);
-  const lines = shownLines(input);
-  if (lines.length === 0) return openai;
-  const rendered = lines.map(renderPromptLine);
-  const blocks: AnthropicTextBlock[] = [
-    { type: "text", text: `${outlineHeader(input.search === true)}\n<chat>\n` },
-  ];
+  const outline = renderOutline(input);
+  return buildPrompt(input, outline.anthropic, outline);
+}
+
+function anthropicBlocks(header: string, rendered: readonly string[]): AnthropicTextBlock[] {
+  const blocks: AnthropicTextBlock[] = [{ type: "text", text: `${header}\n<chat>\n` }];
   const whole = Math.floor(rendered.length / LINES_PER_BLOCK);
   for (let b = 0; b * LINES_PER_BLOCK < rendered.length; b++) {
     const chunk = rendered.slice(b * LINES_PER_BLOCK, (b + 1) * LINES_PER_BLOCK);
@@ -201,6 +247,5 @@ export function buildAnthropicPrompt(input: PromptInput): Prompt<AnthropicMessag
     const block = blocks[at];
     if (at >= 1 && block) block.cache_control = { type: "ephemeral" };
   }
-  const [, ...rest] = openai.messages;
-  return { messages: [{ role: "user", content: blocks }, ...rest], stats: openai.stats };
+  return blocks;
 }

@@ -348,16 +348,25 @@ describe("metrics", () => {
       'newer_reads_total{path="direct"}': 0,
       'newer_reads_total{path="consumer"}': 1,
     });
-    // The snapshot catches up to all but the last two messages: two direct gets.
+    // The snapshot catches up to all but the last two messages: those were read by the first
+    // turn and are held, so nothing is read.
     const upTo = log.slice(0, -2);
     const { state, nodes } = replayWithNodes(thread, SMALL_SETTINGS, upTo);
     await publishState(js, kv, names, state, nodes);
     expect((await get()).status).toBe(200);
+    expect(await counters()).toMatchObject({
+      'cache_total{result="miss"}': 2,
+      'newer_reads_total{path="direct"}': 0,
+      'newer_reads_total{path="consumer"}': 1,
+    });
+    // A turn: one new message, one direct read of it alone.
+    await publish(10_000, 10_001);
+    expect((await get()).status).toBe(200);
     const end = await counters();
     expect(end).toMatchObject({
-      'cache_total{result="miss"}': 2,
+      'cache_total{result="miss"}': 3,
       'newer_reads_total{path="direct"}': 1,
-      'newer_messages_total{path="direct"}': 2,
+      'newer_messages_total{path="direct"}': 1,
       'newer_reads_total{path="consumer"}': 1,
     });
   });

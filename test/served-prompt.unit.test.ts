@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Message } from "../shared/events.ts";
 import type { OpenAIMessage } from "../shared/prompt.ts";
@@ -13,14 +14,16 @@ class FakeThread implements ThreadReader {
   snapshotValue: OutlineSnapshot | undefined;
   #seq = 0;
 
-  add(i: number, from = "Ana"): StoredMessage {
+  add(i: number, from = "Ana", extra: Partial<Message> = {}): StoredMessage {
     const message: Message = {
       id: `m${i}`,
       thread: "t",
-      at: `2026-03-01T10:${String(i).padStart(2, "0")}:00Z`,
+      // Two messages a minute: one can share its time with the newest message cut (cutAt).
+      at: new Date(Date.UTC(2026, 2, 1, 10, Math.floor(i / 2))).toISOString(),
       from,
       role: "user",
       text: `message ${i}`,
+      ...extra,
     };
     const stored = { message, seq: (this.#seq += 2) };
     this.messages.push(stored);
@@ -116,5 +119,73 @@ describe("the served prompt: the snapshot's tail whole, then what was stored aft
     const reply = parsed(await createOperations(thread).promptBody({ thread: "t", agent: "x" }));
     expect(texts(reply)).toEqual([0, 1, 2].map((i) => `Ana: message ${i}`));
     expect(reply.stats.newerThanSnapshot).toBe(3);
+  });
+
+  it("a cut at the instant of a message still whole takes its model state out of the next turn's prompt", async () => {
+    const thread = new FakeThread();
+    thread.add(0);
+    thread.add(1, "north", { state: { thought: 1 } }); // the same minute as message 0
+    thread.add(2);
+    thread.snapshotOf(3, 0);
+    const ops = createOperations(thread);
+    const request = { thread: "t", agent: "north" };
+    const before = parsed(await ops.promptBody(request)).messages[1];
+    expect(before).toMatchObject({ role: "assistant", state: { thought: 1 } });
+    thread.snapshotOf(3, 1); // cutAt is message 0's time, which is message 1's too
+    const after = parsed(await ops.promptBody(request)).messages[1]; // after the outline
+    expect(after).toEqual({ role: "assistant", content: "message 1" });
+  });
+
+  it("property: over any turns (new messages, snapshots catching up, agents, formats, a cap), each body served is the reply built from scratch, byte for byte", async () => {
+    const step = fc.oneof(
+      fc.record({
+        kind: fc.constant("message" as const),
+        from: fc.constantFrom("Ana", "north", "south"),
+        state: fc.boolean(),
+        size: fc.integer({ min: 0, max: 400 }),
+      }),
+      fc.record({ kind: fc.constant("snapshot" as const), lag: fc.nat(4), cut: fc.nat(6) }),
+      fc.record({
+        kind: fc.constant("prompt" as const),
+        agent: fc.constantFrom("north", "south"),
+        format: fc.constantFrom("openai", "anthropic"),
+        from: fc.option(fc.integer({ min: 0, max: 30 }), { nil: undefined }),
+      }),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(step, { minLength: 1, maxLength: 40 }),
+        fc.boolean(),
+        async (steps, capped) => {
+          const thread = new FakeThread();
+          const ops = createOperations(thread, capped ? { tailCap: 120 } : {});
+          let boundary = 0;
+          for (const s of steps) {
+            const n = thread.messages.length;
+            if (s.kind === "message") {
+              thread.add(n, s.from, {
+                text: `message ${n} ${"x".repeat(s.size)}`,
+                ...(s.state ? { state: { n } } : {}),
+              });
+            } else if (s.kind === "snapshot") {
+              const count = Math.max(0, n - s.lag);
+              boundary = Math.min(count, boundary + s.cut);
+              if (count > 0) thread.snapshotOf(count, boundary);
+            } else if (n > 0) {
+              const request = {
+                thread: "t",
+                agent: s.agent,
+                format: s.format,
+                ...(s.from === undefined
+                  ? {}
+                  : { from: new Date(Date.UTC(2026, 2, 1, 10, s.from)).toISOString() }),
+              };
+              const served = (await ops.promptBody(request)).toString("utf8");
+              expect(served).toBe(JSON.stringify(await ops.prompt(request)));
+            }
+          }
+        },
+      ),
+    );
   });
 });

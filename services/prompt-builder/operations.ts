@@ -13,6 +13,7 @@ import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import { pageText, resolveZoom, type Page, type ZoomScope } from "../../shared/zoom.ts";
 import { ApiError, notFound } from "./api-error.ts";
 import { PromptCache } from "./prompt-cache.ts";
+import { PromptTurns } from "./prompt-turns.ts";
 import type { StoredMessage, ThreadReader } from "./reader.ts";
 import { promptArgs, threadArg, zoomArgs, type PromptArgs, type RawRequest } from "./requests.ts";
 import { toolsFor, type ToolDefinition } from "./tools.ts";
@@ -74,7 +75,10 @@ export interface OperationsOptions {
    * cuts wait and the tail outgrows tail[1]; past this the oldest are left out with a note.
    */
   tailCap?: number | undefined;
-  /** Bytes of built prompt bodies and parsed snapshots kept (default 32 MB; 0 turns it off). */
+  /**
+   * Bytes of built prompt bodies and parsed snapshots kept (default 32 MB). 0 keeps nothing at
+   * all, the parts of the last turns' prompts (PromptTurns) included: every body built whole.
+   */
   promptCacheBytes?: number;
   /** Told of each prompt body: served as kept (true) or built (false). */
   onPromptCache?: (hit: boolean) => void;
@@ -107,7 +111,7 @@ function missing(what: string, thread: string): ApiError {
 
 // Ids already whole in the snapshot, and repeats past the dedupe window, are not new messages:
 // the worker applies a message id once.
-function dedupe(known: Iterable<string>, newer: StoredMessage[]): StoredMessage[] {
+function dedupe(known: Iterable<string>, newer: readonly StoredMessage[]): StoredMessage[] {
   const seen = new Set(known);
   const out: StoredMessage[] = [];
   for (const m of newer) {
@@ -124,6 +128,7 @@ export function createOperations(
 ): Operations {
   const maxNewer = options.maxNewer ?? DEFAULT_MAX_NEWER;
   const cache = new PromptCache(options.promptCacheBytes);
+  const turns = options.promptCacheBytes === 0 ? undefined : new PromptTurns();
 
   async function newerThan(
     thread: string,
@@ -168,17 +173,48 @@ export function createOperations(
     return wholeAfter(thread, snapshot, lastSeq);
   }
 
+  const inputOf = (
+    args: PromptArgs,
+    snapshot: OutlineSnapshot | undefined,
+    whole: readonly StoredMessage[],
+  ): PromptInput => ({
+    agent: args.agent,
+    from: args.from,
+    lines: snapshot?.lines ?? [],
+    cutAt: snapshot?.cutAt ?? null,
+    tail: whole.map((m) => m.message),
+    tailCap: options.tailCap,
+    firstPosition: snapshot?.boundary ?? 0,
+    search: options.search === true,
+  });
+
+  /**
+   * A prompt's body from the parts the last turns left (PromptTurns): only the messages stored
+   * after those already held are read, the outline is serialized once per snapshot and each
+   * whole message once per agent.
+   */
+  async function turnBody(
+    kept: PromptTurns,
+    args: PromptArgs,
+    snapshot: OutlineSnapshot | undefined,
+    lastSeq: number,
+  ): Promise<Buffer> {
+    const thread = args.thread;
+    const [tail, read] = await Promise.all([
+      snapshot ? tailOf(thread, snapshot) : Promise.resolve([]),
+      kept.newer(thread, snapshot?.seq ?? 0, lastSeq, maxNewer, (after, until, max) =>
+        reader.messagesAfter(thread, after, until, max),
+      ),
+    ]);
+    const newer = dedupe(snapshot?.tail ?? [], read);
+    return kept.body(snapshot, inputOf(args, snapshot, [...tail, ...newer]), args.format, {
+      newerThanSnapshot: newer.length,
+      snapshotSeq: snapshot?.seq ?? 0,
+    });
+  }
+
   function promptOf(args: PromptArgs, { snapshot, whole, newer }: ThreadView): PromptReply {
-    const input: PromptInput = {
-      agent: args.agent,
-      from: args.from,
-      lines: snapshot?.lines ?? [],
-      cutAt: snapshot?.cutAt ?? null,
-      tail: whole.map((m) => m.message),
-      tailCap: options.tailCap,
-      firstPosition: snapshot?.boundary ?? 0,
-      search: options.search === true,
-    };
+    const input = inputOf(args, snapshot, whole);
     const built =
       args.format === "anthropic" ? buildAnthropicPrompt(input) : buildOpenAIPrompt(input);
     return {
@@ -248,8 +284,11 @@ export function createOperations(
       options.onPromptCache?.(hit !== undefined);
       if (hit) return hit;
       const kept = stored && cache.snapshot(thread, stored);
-      const reply = promptOf(args, await wholeAfter(thread, kept?.snapshot, lastSeq));
-      const body = Buffer.from(JSON.stringify(reply));
+      const body = turns
+        ? await turnBody(turns, args, kept?.snapshot, lastSeq)
+        : Buffer.from(
+            JSON.stringify(promptOf(args, await wholeAfter(thread, kept?.snapshot, lastSeq))),
+          );
       cache.keep(args, kept?.bytes, lastSeq, body);
       return body;
     },
