@@ -171,6 +171,10 @@ export async function run(): Promise<Record<string, number>> {
     for (let round = 0; round < ROUNDS; round++) {
       const turns: number[] = [];
       const gets: number[] = [];
+      // CPU of this process (the prompt-builder and its HTTP client) over the timed GETs: on a
+      // loaded host the steadier figure, since waiting for a core adds wall time, not CPU.
+      let turnCpuUs = 0;
+      let getCpuUs = 0;
       const realTurns = async () => {
         for (let i = 0; i < TURNS; i++, turnNo++) {
           const thread = threads[turnNo % THREADS] as BenchThread;
@@ -187,12 +191,18 @@ export async function run(): Promise<Record<string, number>> {
           });
           thread.pending.push({ message, seq });
           const path = pathOf(thread.name, who);
+          const cpu = process.cpuUsage();
           const started = performance.now();
           const body = await getText(agent, port, path);
           turns.push(performance.now() - started);
+          const turnCpu = process.cpuUsage(cpu);
+          turnCpuUs += turnCpu.user + turnCpu.system;
+          const getCpu = process.cpuUsage();
           const got = performance.now();
           await kv.get(thread.name);
           gets.push(performance.now() - got);
+          const used = process.cpuUsage(getCpu);
+          getCpuUs += used.user + used.system;
           if (turnNo % CHECK_EVERY === 0) {
             const built = await getText(agent, uncachedPort, path);
             if (built !== body) {
@@ -213,6 +223,8 @@ export async function run(): Promise<Record<string, number>> {
       rounds.push({
         turn_p50: quantile(turns, 0.5),
         turn_p99: quantile(turns, 0.99),
+        turn_cpu: turnCpuUs / 1_000 / TURNS,
+        kv_get_cpu: getCpuUs / 1_000 / TURNS,
         kv_get_p50: quantile(gets, 0.5),
         kv_get_p99: quantile(gets, 0.99),
         cached_p50: quantile(cached, 0.5),
@@ -236,6 +248,8 @@ export async function run(): Promise<Record<string, number>> {
       "prompt.turn_p99_over_kv_get_p99": Number(
         median(rounds.map((r) => (r.turn_p99 as number) / (r.kv_get_p99 as number))).toFixed(2),
       ),
+      "prompt.turn_cpu_ms": med("turn_cpu"),
+      "prompt.kv_get_cpu_ms": med("kv_get_cpu"),
       "prompt.cached_p50_ms": med("cached_p50"),
       "prompt.cached_p99_ms": med("cached_p99"),
       "prompt.uncached_p50_ms": med("uncached_p50"),
@@ -246,7 +260,7 @@ export async function run(): Promise<Record<string, number>> {
       `  ${THREADS} threads of ~${state.count} messages: outline ${figures["prompt.outline_kb"]} KB (${state.outline.length} lines), tail ${figures["prompt.tail_tokens"]} tokens (${state.tail.length} messages); prompt ${figures["prompt.response_kb"]} KB`,
     );
     console.log(
-      `  real turns (${ROUNDS} rounds of ${TURNS}: publish a message, then GET prompt for one of ${AGENTS.length} agents; 1–${TURN_SNAPSHOT_EVERY} messages newer than the snapshot): p50 ${figures["prompt.turn_p50_ms"]} ms, p99 ${figures["prompt.turn_p99_ms"]} ms (rounds ${perRound("turn_p99")}; target ≤ 10 ms and ≤ 2× the KV get); raw KV get after each: p50 ${figures["prompt.kv_get_p50_ms"]} ms, p99 ${figures["prompt.kv_get_p99_ms"]} ms (rounds ${perRound("kv_get_p99")}); ${checked} turns checked against a prompt built from scratch`,
+      `  real turns (${ROUNDS} rounds of ${TURNS}: publish a message, then GET prompt for one of ${AGENTS.length} agents; 1–${TURN_SNAPSHOT_EVERY} messages newer than the snapshot): p50 ${figures["prompt.turn_p50_ms"]} ms, p99 ${figures["prompt.turn_p99_ms"]} ms (rounds ${perRound("turn_p99")}; target ≤ 10 ms and ≤ 2× the KV get); raw KV get after each: p50 ${figures["prompt.kv_get_p50_ms"]} ms, p99 ${figures["prompt.kv_get_p99_ms"]} ms (rounds ${perRound("kv_get_p99")}); CPU per turn ${figures["prompt.turn_cpu_ms"]} ms, per KV get ${figures["prompt.kv_get_cpu_ms"]} ms; ${checked} turns checked against a prompt built from scratch`,
     );
     console.log(
       `  the same request repeated (${REQUESTS} a round, the body kept): p50 ${figures["prompt.cached_p50_ms"]} ms, p99 ${figures["prompt.cached_p99_ms"]} ms; a server keeping nothing: p50 ${figures["prompt.uncached_p50_ms"]} ms, p99 ${figures["prompt.uncached_p99_ms"]} ms`,
