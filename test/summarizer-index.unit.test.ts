@@ -28,6 +28,7 @@ describe("createSummarizer", () => {
       inputTokens: 0,
       cachedTokens: 0,
       outputTokens: 0,
+      cpuMs: 0,
     });
   });
 

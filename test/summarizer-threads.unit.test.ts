@@ -89,6 +89,10 @@ describe("the extractive summarizer in worker threads", () => {
     expect(got).toEqual(expected);
     // Both hold the digests of the nodes whose parent is not built yet, the same ones.
     expect(threaded.held()).toEqual(inline.held());
+    // Both count the CPU the work took (the threads report theirs; on the event loop, its own).
+    expect(inline.usage().cpuMs).toBeGreaterThan(0);
+    expect(threaded.usage().cpuMs).toBeGreaterThan(0);
+    expect(threaded.usage().cpuMs).toBe(pool.cpuMs);
   });
 
   it("fails a task the thread cannot do, and goes on with the next", async () => {

@@ -45,15 +45,17 @@ export class ExtractiveSummarizer implements Summarizer {
   readonly #digests: DigestCache;
   readonly #pool: ExtractPool | undefined;
   #inline = false;
+  /** CPU milliseconds spent on the event loop summarizing (no pool, or one that cannot start). */
+  #inlineCpuMs = 0;
 
   constructor(options: ExtractiveOptions = {}) {
     this.#digests = new DigestCache(options.digestBytes);
     this.#pool = options.pool;
   }
 
-  /** Offline: no model calls, no tokens; here so metrics read every summarizer the same way. */
+  /** Offline: no model calls, no tokens, and the CPU it took (threads and event loop). */
   usage(): UsageTotals {
-    return noUsage();
+    return { ...noUsage(), cpuMs: (this.#pool?.cpuMs ?? 0) + this.#inlineCpuMs };
   }
 
   /** Digests held now: how many and their approximate bytes. */
@@ -63,7 +65,9 @@ export class ExtractiveSummarizer implements Summarizer {
 
   async summarize(job: SummaryJob, signal?: AbortSignal): Promise<SummaryResult> {
     const task = this.#taskOf(job);
-    const result: ExtractResult = this.#pool ? await this.#onPool(task, signal) : runTask(task);
+    const result: ExtractResult = this.#pool
+      ? await this.#onPool(task, signal)
+      : this.#runInline(task);
     this.#digests.put(job.thread, job.level, job.index, result.digest);
     return { text: result.text, calls: 0 };
   }
@@ -79,7 +83,17 @@ export class ExtractiveSummarizer implements Summarizer {
         process.emitWarning(err.message, { code: "OUTLINE_SUMMARIZER_THREADS" });
       }
     }
-    return runTask(task);
+    return this.#runInline(task);
+  }
+
+  #runInline(task: ExtractTask): ExtractResult {
+    const before = process.cpuUsage();
+    try {
+      return runTask(task);
+    } finally {
+      const used = process.cpuUsage(before);
+      this.#inlineCpuMs += (used.user + used.system) / 1_000;
+    }
   }
 
   /** Stops the worker threads, if any. */

@@ -97,6 +97,7 @@ export class ExtractPool {
   #startFailures = 0;
   #flushing = false;
   #unavailable: PoolUnavailableError | undefined;
+  #cpuMs = 0;
 
   constructor(size: number, entry: URL = threadEntry()) {
     if (!existsSync(fileURLToPath(entry))) {
@@ -107,6 +108,11 @@ export class ExtractPool {
     this.size = Math.max(1, Math.floor(size));
     this.#entry = entry;
     this.#tsx = tsxApiFor(entry);
+  }
+
+  /** CPU milliseconds the threads spent on tasks so far (what summarizing costs, bench e2e). */
+  get cpuMs(): number {
+    return this.#cpuMs;
   }
 
   run(task: ExtractTask, signal?: AbortSignal): Promise<ExtractResult> {
@@ -160,7 +166,9 @@ export class ExtractPool {
     });
     const slot: Slot = { worker, running: new Map(), answered: false };
     worker.unref();
-    worker.on("message", ({ ids, answers }: { ids: number[]; answers: Answer[] }) => {
+    worker.on("message", (reply: { ids: number[]; answers: Answer[]; cpuMs?: number }) => {
+      const { ids, answers } = reply;
+      this.#cpuMs += reply.cpuMs ?? 0;
       slot.answered = true;
       this.#startFailures = 0;
       ids.forEach((id, i) => {

@@ -12,6 +12,8 @@ export interface UsageTotals extends SummaryUsage {
   calls: number;
   /** Jobs that ended in an error. */
   failures: number;
+  /** CPU milliseconds spent summarizing in this process (the offline summarizer; absent: none). */
+  cpuMs?: number;
 }
 
 export const noUsage = (): UsageTotals => ({

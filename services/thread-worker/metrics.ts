@@ -82,6 +82,7 @@ export const METRIC = {
   summaryFailures: "outline_worker_summarizer_failures_total",
   tokens: "outline_worker_summarizer_tokens_total",
   modelCalls: "outline_worker_summarizer_calls_total",
+  summarizerCpu: "outline_worker_summarizer_cpu_seconds_total",
   cuts: "outline_worker_cuts_total",
   batches: "outline_worker_merge_batches_total",
   merges: "outline_worker_merges_total",
@@ -130,6 +131,11 @@ export function workerMetrics(): MetricRegistry {
   );
   r.define(METRIC.tokens, "counter", "Summarizer tokens, by type (input, cached, output).");
   r.define(METRIC.modelCalls, "counter", "Model calls made by the summarizer.");
+  r.define(
+    METRIC.summarizerCpu,
+    "counter",
+    "CPU seconds the offline summarizer used in this process, its threads and the event loop.",
+  );
   r.define(METRIC.cuts, "counter", "Cuts applied (messages leaving the tail into the outline).");
   r.define(METRIC.batches, "counter", "Merge batches applied.");
   r.define(METRIC.merges, "counter", "Pairs merged by merge batches.");
@@ -175,4 +181,5 @@ export function recordUsage(r: MetricRegistry, usage: UsageTotals): void {
   r.set(METRIC.tokens, usage.cachedTokens, { type: "cached" });
   r.set(METRIC.tokens, usage.outputTokens, { type: "output" });
   r.set(METRIC.modelCalls, usage.calls);
+  if (usage.cpuMs !== undefined) r.set(METRIC.summarizerCpu, usage.cpuMs / 1_000);
 }
