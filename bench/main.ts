@@ -24,6 +24,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   scale: async () => (await import("./scale.ts")).run,
   explorer: async () => (await import("./explorer.ts")).run,
   search: async () => (await import("./search.ts")).run,
+  cli: async () => (await import("./cli.ts")).run,
 };
 
 function natsVersion(): string {

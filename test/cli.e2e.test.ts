@@ -1,5 +1,5 @@
-import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { execFile, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
@@ -10,7 +10,7 @@ import type { SummaryEvent } from "../shared/history.ts";
 import { toSnapshot, type OutlineSnapshot } from "../shared/snapshot.ts";
 import { NAME_VARIABLES, type InfraNames, type NameKey } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
-import { ensureTopology, subjects } from "../services/nats/topology.ts";
+import { ensureTopology, publishDeadLetter, subjects } from "../services/nats/topology.ts";
 import { startSearchService } from "../services/search/service.ts";
 import { lineHolding } from "../shared/search.ts";
 import { makeMessage } from "./support/conversation.ts";
@@ -52,6 +52,27 @@ function outline(...args: string[]): Promise<Run> {
         resolve({ code, stdout, stderr });
       },
     );
+  });
+}
+
+/** As `outline`, with `input` on stdin; `firstChunkOnly` closes stdout after the first output. */
+function outlineWith(input: string, args: string[], firstChunkOnly = false): Promise<Run> {
+  const env: Record<string, string | undefined> = { ...process.env };
+  for (const key of Object.keys(NAME_VARIABLES) as (keyof InfraNames)[]) {
+    env[NAME_VARIABLES[key]] = names[key];
+  }
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ["services/cli/bin.js", ...args], { env });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => {
+      stdout += d.toString();
+      // What `| head -1` does: the reader goes away.
+      if (firstChunkOnly) child.stdout.destroy();
+    });
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("exit", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.stdin.end(input);
   });
 }
 
@@ -98,9 +119,9 @@ describe("outline --help", () => {
     const unknown = await outline("frobnicate");
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("unknown command 'frobnicate'");
-    const missing = await outline("send", thread);
+    const missing = await outline("send");
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain("expected 2 arguments");
+    expect(missing.stderr).toContain("expected 1 to 2 arguments");
     const badOption = await outline("zoom", thread, "0", "1", "--nope");
     expect(badOption.code).toBe(2);
     expect(badOption.stderr).toContain("--nope");
@@ -251,5 +272,85 @@ describe("outline outline / prompt / zoom", () => {
     const unknown = await outline("prompt", "nobody-here");
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain("THREAD_NOT_FOUND");
+  });
+});
+
+describe("outline send from stdin, import, dead", () => {
+  it("sends each line of stdin as a message, skipping blank lines", async () => {
+    const target = `${thread}-stdin`;
+    const r = await outlineWith("first line\n\n  \nsecond line\n", [
+      "send",
+      target,
+      "--from",
+      "Bo",
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.trim().split("\n")).toHaveLength(2);
+    const info = await jsm.streams.info(names.chatStream, {
+      subjects_filter: subjects(names).messageCreated(target),
+    });
+    expect(info.state.subjects?.[subjects(names).messageCreated(target)]).toBe(2);
+  });
+
+  it("imports a file: summary on stdout, bad lines by number on stderr, exit 1", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "outline-cli-import-"));
+    try {
+      const target = `${thread}-import`;
+      const good = [0, 1, 2].map((i) =>
+        JSON.stringify(makeMessage(target, i, `imported message ${i}`)),
+      );
+      const file = join(dir, "in.jsonl");
+      writeFileSync(file, [good[0], good[1], '{"id": 1}', good[2]].join("\n"));
+      const r = await outline("import", file);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^line 3: /m);
+      expect(r.stdout).toMatch(
+        /^import .*in\.jsonl: 4 lines: 3 published, 0 already stored, 1 bad; /,
+      );
+      const again = await outlineWith(good.join("\n"), ["import", "-"]);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).toContain("import stdin: 3 lines: 0 published, 3 already stored, 0 bad");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("lists dead letters with reason, time, subject and first bytes; filters by thread", async () => {
+    const s = subjects(names);
+    for (const [t, seq] of [
+      ["dead-a", 11],
+      ["dead-b", 12],
+    ] as const) {
+      await publishDeadLetter(js, names, {
+        reason: `bad body of ${t}`,
+        subject: s.messageCreated(t),
+        data: new TextEncoder().encode(`{"broken": "${t}" ${"x".repeat(300)}`),
+        seq,
+      });
+    }
+    const all = await outline("dead");
+    expect(all.code, all.stderr).toBe(0);
+    expect(all.stdout).toContain(`${s.messageCreated("dead-a")}  (${names.chatStream} #11)`);
+    expect(all.stdout).toContain("reason:   bad body of dead-b");
+    expect(all.stdout).toMatch(/^\d{4}-\d\d-\d\dT\S+Z {2}/m);
+    expect(all.stdout).toContain('original: "{\\"broken\\": \\"dead-a\\" xxx');
+    expect(all.stdout).toContain(`(first of ${20 + 300} bytes)`);
+    const one = await outline("dead", "--thread", "dead-b", "--json");
+    const entries = one.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { thread: string; seq: number; reason: string });
+    expect(entries).toEqual([expect.objectContaining({ thread: "dead-b", seq: 12 })]);
+    const none = await outline("dead", "--since", "2099-01-01T00:00Z");
+    expect(none.stdout).toBe("");
+    expect(none.stderr).toContain("0 dead letters");
+    const bad = await outline("dead", "--since", "yesterday");
+    expect(bad.code).toBe(2);
+  });
+
+  it("exits quietly when its reader goes away (| head)", async () => {
+    const r = await outlineWith("", ["outline", thread], true);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
   });
 });

@@ -17,7 +17,13 @@ export interface Parsed {
  * Parses one command's arguments strictly (an unknown option is an error, not ignored), with
  * `--help`/`-h` and `--config FILE` (read by loadSettings) accepted everywhere.
  */
-export function parse(argv: readonly string[], options: Options, positionals: number): Parsed {
+export function parse(
+  argv: readonly string[],
+  options: Options,
+  positionals: number | { min: number; max: number },
+): Parsed {
+  const { min, max } =
+    typeof positionals === "number" ? { min: positionals, max: positionals } : positionals;
   let parsed;
   try {
     parsed = parseArgs({
@@ -34,9 +40,11 @@ export function parse(argv: readonly string[], options: Options, positionals: nu
     throw new UsageError((err as Error).message);
   }
   const help = parsed.values.help === true;
-  if (!help && parsed.positionals.length !== positionals) {
+  const got = parsed.positionals.length;
+  if (!help && (got < min || got > max)) {
+    const expected = min === max ? String(min) : `${min} to ${max}`;
     throw new UsageError(
-      `expected ${positionals} argument${positionals === 1 ? "" : "s"}, got ${parsed.positionals.length}${parsed.positionals.length > positionals ? ` (quote a text with spaces: "…")` : ""}`,
+      `expected ${expected} argument${max === 1 ? "" : "s"}, got ${got}${got > max ? ` (quote a text with spaces: "…")` : ""}`,
     );
   }
   return {

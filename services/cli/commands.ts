@@ -39,6 +39,16 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import("./search.ts")).search,
   },
   {
+    name: "import",
+    summary: "publish a JSONL file of message.created bodies (idempotent)",
+    load: async () => (await import("./import.ts")).importCommand,
+  },
+  {
+    name: "dead",
+    summary: "list the dead letters: events not applied, with reason, time and bytes",
+    load: async () => (await import("./dead.ts")).dead,
+  },
+  {
     name: "replay",
     summary: "rebuild outlines from CHAT + HISTORY (--verify, --into BUCKET)",
     load: async () => (await import("./replay/command.ts")).replay,

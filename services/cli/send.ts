@@ -1,19 +1,61 @@
 import { randomUUID } from "node:crypto";
+import { createInterface } from "node:readline";
 import { describeIssues, messageCreatedSchema, type Message } from "../../shared/events.ts";
 import { subjects } from "../nats/subjects.ts";
 import { parse, str, UsageError } from "./args.ts";
-import type { Command } from "./command.ts";
-import { withSession } from "./session.ts";
+import type { Command, Output } from "./command.ts";
+import { withSession, type Session } from "./session.ts";
 
-const USAGE = `usage: outline send <thread> <text> [--from NAME] [--to NAME] [--role ROLE] [--id ID]
+const USAGE = `usage: outline send <thread> [<text>] [--from NAME] [--to NAME] [--role ROLE] [--id ID]
 
-Publishes one message.created event to CHAT, as the chat platform does, with
-Nats-Msg-Id = the message id (so a retry is stored once).
+Publishes a message.created event to CHAT, as the chat platform does, with Nats-Msg-Id = the
+message id (so a retry is stored once). Without <text>, each line read from stdin is one
+message (blank lines are skipped), sent as it is read:
+  printf 'first\\nsecond\\n' | outline send demo
 
   --from NAME   author (default: $USER, else "user")
   --to NAME     addressee, optional
   --role ROLE   user | assistant | tool | system (default: user)
-  --id ID       message id (default: a new unique id)`;
+  --id ID       message id (default: a new unique id); only with <text>`;
+
+interface Fields {
+  thread: string;
+  from: string;
+  to: string | undefined;
+  role: string;
+}
+
+/** The message as the platform would publish it, or a UsageError saying which rule it breaks. */
+function message(fields: Fields, text: string, id: string): Message {
+  const parsed = messageCreatedSchema.safeParse({
+    id,
+    thread: fields.thread,
+    at: new Date().toISOString(),
+    from: fields.from,
+    ...(fields.to ? { to: fields.to } : {}),
+    role: fields.role,
+    text,
+  });
+  if (!parsed.success)
+    throw new UsageError(`the message would not be valid: ${describeIssues(parsed.error)}`);
+  return parsed.data;
+}
+
+async function publish({ js, config }: Session, m: Message, out: Output): Promise<void> {
+  const subject = subjects(config.names).messageCreated(m.thread);
+  let ack;
+  try {
+    ack = await js.publish(subject, JSON.stringify(m), { msgID: m.id });
+  } catch (err) {
+    throw new Error(
+      `could not publish to ${subject}: ${(err as Error).message}; is stream ${config.names.chatStream} there? Start the services ('npm start') or set NATS_URL to the server they use`,
+      { cause: err },
+    );
+  }
+  out.line(
+    `sent ${m.id} to ${subject} (stream ${ack.stream}, seq ${ack.seq}${ack.duplicate ? ", duplicate: already stored" : ""})`,
+  );
+}
 
 export const send: Command = {
   name: "send",
@@ -27,37 +69,35 @@ export const send: Command = {
         role: { type: "string" },
         id: { type: "string" },
       },
-      2,
+      { min: 1, max: 2 },
     );
     if (args.help) return out.help(USAGE);
-    const [thread = "", text = ""] = args.positionals;
-    const candidate = {
-      id: str(args.values.id) ?? `cli-${randomUUID()}`,
+    const [thread = "", text] = args.positionals;
+    const fields: Fields = {
       thread,
-      at: new Date().toISOString(),
       from: str(args.values.from) ?? (process.env.USER || "user"),
-      ...(str(args.values.to) ? { to: str(args.values.to) } : {}),
+      to: str(args.values.to),
       role: str(args.values.role) ?? "user",
-      text,
     };
-    const parsed = messageCreatedSchema.safeParse(candidate);
-    if (!parsed.success)
-      throw new UsageError(`the message would not be valid: ${describeIssues(parsed.error)}`);
-    const message: Message = parsed.data;
-    return withSession(async ({ js, config }) => {
-      const subject = subjects(config.names).messageCreated(message.thread);
-      let ack;
-      try {
-        ack = await js.publish(subject, JSON.stringify(message), { msgID: message.id });
-      } catch (err) {
-        throw new Error(
-          `could not publish to ${subject}: ${(err as Error).message}; is stream ${config.names.chatStream} there? Start the services ('npm start') or set NATS_URL to the server they use`,
-          { cause: err },
-        );
+    const id = str(args.values.id);
+    if (text !== undefined) {
+      // Checked before connecting: a bad message is said at once.
+      const m = message(fields, text, id ?? `cli-${randomUUID()}`);
+      return withSession(async (session) => {
+        await publish(session, m, out);
+        return 0;
+      });
+    }
+    if (id !== undefined) {
+      throw new UsageError("--id names one message: give its <text>, or leave --id out for stdin");
+    }
+    // The fields are checked before anything is read (a bad --role fails at once).
+    message(fields, "", "check");
+    return withSession(async (session) => {
+      for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+        if (line.trim() === "") continue;
+        await publish(session, message(fields, line, `cli-${randomUUID()}`), out);
       }
-      out.line(
-        `sent ${message.id} to ${subject} (stream ${ack.stream}, seq ${ack.seq}${ack.duplicate ? ", duplicate: already stored" : ""})`,
-      );
       return 0;
     });
   },

@@ -1,0 +1,106 @@
+// The command line (issue 16): how long `outline --help` takes to start against a bare `node -e 0`
+// (the goal: at most max(0.3 s, 6× bare node)), and `outline import` of 20,000 messages against
+// a windowed loop of `jetstream().publish` (the plain way), both into a private nats-server in
+// the same run. Each start is timed 10 times, alternating, and the medians compared.
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { importLines } from "../services/cli/import.ts";
+import { startBenchServer } from "./support/server.ts";
+
+const ROOT = join(import.meta.dirname, "..");
+const RUNS = 10;
+const MESSAGES = 20_000;
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}
+
+function timed(args: string[]): number {
+  const t = performance.now();
+  execFileSync(process.execPath, args, {
+    cwd: ROOT,
+    stdio: "ignore",
+    env: { ...process.env, OUTLINE_FROM_SOURCES: "" },
+  });
+  return performance.now() - t;
+}
+
+function lines(prefix: string): string[] {
+  return Array.from({ length: MESSAGES }, (_, i) =>
+    JSON.stringify({
+      id: `${prefix}-${i}`,
+      thread: `${prefix}-${i % 100}`,
+      at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(),
+      from: i % 2 === 0 ? "ana" : "bo",
+      role: "user",
+      text: `message ${i}: the launch moves to Tuesday, budget 4,200 EUR, ticket OPS-${i}`,
+    }),
+  );
+}
+
+export async function run(): Promise<Record<string, number>> {
+  // The build the CLI runs: made (or found fresh) before anything is timed.
+  timed(["services/cli/bin.js", "--help"]);
+  const bare: number[] = [];
+  const help: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    bare.push(timed(["-e", "0"]));
+    help.push(timed(["services/cli/bin.js", "--help"]));
+  }
+  const bareMs = median(bare);
+  const helpMs = median(help);
+  console.log(
+    `  outline --help ${helpMs.toFixed(0)} ms, node -e 0 ${bareMs.toFixed(0)} ms (medians of ${RUNS}); goal ≤ ${Math.max(300, 6 * bareMs).toFixed(0)} ms`,
+  );
+
+  const server = await startBenchServer("cli");
+  try {
+    const nc = await server.connect("import");
+    const js = jetstream(nc);
+    const encoder = new TextEncoder();
+    let t = performance.now();
+    const plain = lines("plain");
+    const inFlight = new Set<Promise<unknown>>();
+    for (const line of plain) {
+      const { thread, id } = JSON.parse(line) as { thread: string; id: string };
+      const p = js
+        .publish(`${server.names.chatPrefix}.${thread}.message.created`, encoder.encode(line), {
+          msgID: id,
+        })
+        .finally(() => inFlight.delete(p));
+      inFlight.add(p);
+      if (inFlight.size >= 512) await Promise.race(inFlight);
+    }
+    await Promise.all(inFlight);
+    const plainRate = MESSAGES / ((performance.now() - t) / 1000);
+
+    const text = `${lines("import").join("\n")}\n`;
+    t = performance.now();
+    const result = await importLines({
+      nc,
+      names: server.names,
+      input: (async function* () {
+        yield await Promise.resolve(text);
+      })(),
+    });
+    const importRate = result.published / ((performance.now() - t) / 1000);
+    const stored = (await (await jetstreamManager(nc)).streams.info(server.names.chatStream)).state
+      .messages;
+    console.log(
+      `  import ${importRate.toFixed(0)} msg/s, jetstream().publish ${plainRate.toFixed(0)} msg/s (${MESSAGES} each, ${stored} stored)`,
+    );
+    return {
+      helpMs: Math.round(helpMs),
+      bareNodeMs: Math.round(bareMs),
+      helpOverBare: Math.round((helpMs / bareMs) * 100) / 100,
+      importMsgPerS: Math.round(importRate),
+      plainPublishMsgPerS: Math.round(plainRate),
+      importOverPlain: Math.round((importRate / plainRate) * 100) / 100,
+    };
+  } finally {
+    await server.stop();
+  }
+}

@@ -1,0 +1,145 @@
+import { DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from "@nats-io/jetstream";
+import { DEAD_LETTER_HEADERS } from "../nats/dead-letter.ts";
+import { subjects } from "../nats/subjects.ts";
+import { parse, str, UsageError } from "./args.ts";
+import type { Command } from "./command.ts";
+import { withSession } from "./session.ts";
+
+const USAGE = `usage: outline dead [--thread T] [--since TIME] [--json] [--bytes N]
+
+Lists the dead letters: events the worker did not apply (they did not parse or validate), oldest
+first, each with when it was recorded, the subject it came on, the reason, where the whole event
+is (stream and sequence) and the first bytes of the original (README: The contract).
+
+  --thread T     only those that came on thread T's subjects
+  --since TIME   only those recorded since TIME: ISO-8601 (2026-05-01T10:00Z) or an age (90s, 15m, 2h, 7d)
+  --json         one JSON object per line: { time, subject, thread, reason, stream, seq, bytes, original, truncated }
+  --bytes N      how much of the original to show (default 120)`;
+
+/** One dead letter as listed. */
+export interface DeadEntry {
+  time: string;
+  subject: string;
+  thread: string | null;
+  reason: string;
+  stream: string | null;
+  seq: number | null;
+  /** The original's size as recorded (cut ones say so in `truncated`). */
+  bytes: number;
+  /** Its first bytes, as text. */
+  original: string;
+  truncated: string | null;
+}
+
+const AGE = /^(\d+)(s|m|h|d)$/;
+const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** `--since`: an ISO time or an age before `now`. */
+export function parseSince(text: string, now = Date.now()): Date {
+  const age = AGE.exec(text);
+  if (age) return new Date(now - Number(age[1]) * UNIT_MS[age[2] as keyof typeof UNIT_MS]);
+  const time = new Date(text);
+  if (Number.isNaN(time.getTime()) || !/^\d{4}-\d{2}-\d{2}/.test(text)) {
+    throw new UsageError(
+      `--since '${text}' is neither an ISO-8601 time (2026-05-01T10:00Z) nor an age (90s, 15m, 2h, 7d)`,
+    );
+  }
+  return time;
+}
+
+export function deadEntry(m: JsMsg, chatPrefix: string, keep: number): DeadEntry {
+  const header = (name: string) => m.headers?.get(name) || null;
+  const subject = header(DEAD_LETTER_HEADERS.subject) ?? "";
+  const seq = header(DEAD_LETTER_HEADERS.seq);
+  const parsed = subjects({ chatPrefix } as Parameters<typeof subjects>[0]).parseChat(subject);
+  return {
+    time: new Date(m.info.timestampNanos / 1e6).toISOString(),
+    subject,
+    thread: parsed?.thread ?? null,
+    reason: header(DEAD_LETTER_HEADERS.reason) ?? "",
+    stream: header(DEAD_LETTER_HEADERS.stream),
+    seq: seq === null ? null : Number(seq),
+    bytes: m.data.length,
+    original: new TextDecoder().decode(m.data.subarray(0, keep)),
+    truncated: header(DEAD_LETTER_HEADERS.truncated),
+  };
+}
+
+export function formatDead(e: DeadEntry): string[] {
+  const where = e.stream !== null && e.seq !== null ? `  (${e.stream} #${e.seq})` : "";
+  const shown = JSON.stringify(e.original);
+  const cut = e.original.length < e.bytes ? ` (first of ${e.bytes} bytes)` : "";
+  return [
+    `${e.time}  ${e.subject || "(no subject)"}${where}`,
+    `  reason:   ${e.reason}`,
+    `  original: ${shown}${cut}${e.truncated ? `; stored cut: ${e.truncated}` : ""}`,
+  ];
+}
+
+export const dead: Command = {
+  name: "dead",
+  usage: USAGE,
+  async run(argv, out) {
+    const args = parse(
+      argv,
+      {
+        thread: { type: "string" },
+        since: { type: "string" },
+        json: { type: "boolean" },
+        bytes: { type: "string" },
+      },
+      0,
+    );
+    if (args.help) return out.help(USAGE);
+    const since =
+      str(args.values.since) === undefined ? undefined : parseSince(str(args.values.since) ?? "");
+    const keep = Number(str(args.values.bytes) ?? "120");
+    if (!Number.isInteger(keep) || keep < 0)
+      throw new UsageError(`--bytes must be a whole number ≥ 0`);
+    const thread = str(args.values.thread);
+    const json = args.values.json === true;
+    return withSession(async ({ nc, config }) => {
+      const stream = config.names.deadStream;
+      const jsm = await jetstreamManager(nc);
+      const info = await jsm.streams.info(stream).catch((err: unknown) => {
+        throw new Error(
+          `stream ${stream} is not there (${(err as Error).message}); the worker creates it ('npm start'), or set NATS_URL to the server it uses`,
+        );
+      });
+      let shown = 0;
+      if (info.state.messages > 0) {
+        const consumer = await jetstream(nc).consumers.get(
+          stream,
+          since
+            ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: since.toISOString() }
+            : {},
+        );
+        // Pulled in pages until none is left: an ordered consumer would otherwise wait for more.
+        for (let done = false; !done;) {
+          const page = await consumer.fetch({ max_messages: 256, expires: 2_000 });
+          let count = 0;
+          for await (const m of page) {
+            count += 1;
+            if (m.info.pending === 0) done = true;
+            const entry = deadEntry(m, config.names.chatPrefix, keep);
+            if (thread !== undefined && entry.thread !== thread) continue;
+            shown += 1;
+            if (json) out.line(JSON.stringify(entry));
+            else for (const line of formatDead(entry)) out.line(line);
+          }
+          if (count === 0) done = true;
+        }
+      }
+      if (!json) {
+        const filters = [
+          thread && `thread ${thread}`,
+          since && `since ${since.toISOString()}`,
+        ].filter(Boolean);
+        process.stderr.write(
+          `${shown} dead letter${shown === 1 ? "" : "s"}${filters.length > 0 ? ` (${filters.join(", ")})` : ""}; ${info.state.messages} in stream ${stream}\n`,
+        );
+      }
+      return 0;
+    });
+  },
+};

@@ -1,0 +1,231 @@
+import { createReadStream, readFileSync } from "node:fs";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { describeIssues, messageCreatedSchema } from "../../shared/events.ts";
+import type { InfraNames } from "../config/names.ts";
+import { pipelinedPublisher } from "../nats/pipelined-publish.ts";
+import { subjects } from "../nats/subjects.ts";
+import { parse, UsageError } from "./args.ts";
+import type { Command } from "./command.ts";
+import { createProgress, type ProgressOutput } from "./replay/progress.ts";
+import { withSession } from "./session.ts";
+
+const USAGE = `usage: outline import FILE|- [--window N]
+
+Publishes a JSONL file (or stdin with -) of message.created bodies, one per line, as the chat
+platform does: to chat.<thread>.message.created with Nats-Msg-Id = the message id
+(docs/import.md). A line that is not a valid body is reported by its number and not published;
+the others are. Run it again after a failure or an interruption: a message already stored is
+not stored again within the stream's duplicate window, and the worker applies each message id
+of a thread once, however late it comes again.
+
+  --window N   publishes awaiting their acknowledgement at once (default 512)
+
+Progress goes to stderr (a bar on a terminal), the summary to stdout. Exit code 1 when a line
+was bad or a publish failed.`;
+
+/** What one import did, for its summary line. */
+export interface ImportResult {
+  lines: number;
+  /** Stored by the stream. */
+  published: number;
+  /** The stream had them already (same Nats-Msg-Id within its duplicate window). */
+  duplicates: number;
+  blank: number;
+  /** Lines not published, with their numbers and why. */
+  bad: { line: number; reason: string }[];
+  failed: { line: number; reason: string }[];
+  seconds: number;
+}
+
+export interface ImportOptions {
+  nc: NatsConnection;
+  names: InfraNames;
+  /** The file's text in chunks of any size (a stream with a UTF-8 encoding set). */
+  input: AsyncIterable<string>;
+  /** Lines expected (for the progress bar), when known beforehand. */
+  expected?: number;
+  window?: number;
+  progress?: ProgressOutput;
+  /** Each bad line as it is found. */
+  onBad?: (line: number, reason: string) => void;
+  now?: () => number;
+}
+
+/** Why a line is not a message.created body, or the body's thread, id and bytes. */
+export function checkLine(
+  text: string,
+): { ok: true; thread: string; id: string } | { ok: false; reason: string } {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    return { ok: false, reason: `not JSON: ${(err as Error).message}` };
+  }
+  const parsed = messageCreatedSchema.safeParse(json);
+  if (!parsed.success) return { ok: false, reason: describeIssues(parsed.error) };
+  return { ok: true, thread: parsed.data.thread, id: parsed.data.id };
+}
+
+/**
+ * Publishes the lines with up to `window` publishes in flight (one round trip per window, not per
+ * message). Each valid line is published as it was written; Nats-Msg-Id is its message id.
+ */
+export async function importLines(options: ImportOptions): Promise<ImportResult> {
+  const now = options.now ?? (() => performance.now());
+  const started = now();
+  const window = Math.max(1, options.window ?? 512);
+  const subject = subjects(options.names);
+  const encoder = new TextEncoder();
+  const progress = options.progress ? createProgress(options.progress, "import", now) : undefined;
+  if (options.expected !== undefined) progress?.total(options.expected);
+  const result: ImportResult = {
+    lines: 0,
+    published: 0,
+    duplicates: 0,
+    blank: 0,
+    bad: [],
+    failed: [],
+    seconds: 0,
+  };
+  const publisher = pipelinedPublisher(options.nc);
+  let inFlight = 0;
+  // Resolved when the publishes in flight fall to `wake.below`.
+  let wake: { below: number; resolve: () => void } | undefined;
+  const settled = () => {
+    inFlight -= 1;
+    progress?.tick();
+    if (wake && inFlight <= wake.below) {
+      wake.resolve();
+      wake = undefined;
+    }
+  };
+  const until = (below: number) =>
+    inFlight <= below
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => (wake = { below, resolve }));
+  // Returns a promise only when the window is full: awaiting anything yields to the event loop.
+  const handle = (text: string): Promise<void> | undefined => {
+    const number = ++result.lines;
+    if (text.trim() === "") {
+      result.blank += 1;
+      progress?.tick();
+      return undefined;
+    }
+    const checked = checkLine(text);
+    if (!checked.ok) {
+      result.bad.push({ line: number, reason: checked.reason });
+      options.onBad?.(number, checked.reason);
+      progress?.tick();
+      return undefined;
+    }
+    inFlight += 1;
+    publisher
+      .publish(subject.messageCreated(checked.thread), encoder.encode(text), checked.id)
+      .then(
+        (ack) => {
+          if (ack.duplicate) result.duplicates += 1;
+          else result.published += 1;
+          settled();
+        },
+        (err: unknown) => {
+          result.failed.push({ line: number, reason: (err as Error).message });
+          settled();
+        },
+      );
+    // Full: wait until half have been acknowledged, then publish the next half in one go (one
+    // socket write for many; refilled one by one, the writes cost more than the rest together).
+    return inFlight >= window ? until(Math.floor(window / 2)) : undefined;
+  };
+  // Lines are handled a chunk at a time with no await between them unless the window is full,
+  // so their publishes leave in one socket write (nats.js flushes on the next microtask).
+  let rest = "";
+  for await (const chunk of options.input) {
+    const lines = (rest + chunk).split("\n");
+    rest = lines.pop() ?? "";
+    for (const line of lines) {
+      const full = handle(line.endsWith("\r") ? line.slice(0, -1) : line);
+      if (full) await full;
+    }
+  }
+  if (rest !== "") await handle(rest.endsWith("\r") ? rest.slice(0, -1) : rest);
+  await until(0);
+  publisher.close();
+  progress?.done();
+  result.failed.sort((a, b) => a.line - b.line);
+  result.seconds = (now() - started) / 1000;
+  return result;
+}
+
+/** The summary line. */
+export function summarize(result: ImportResult, source: string): string {
+  const rate =
+    result.seconds > 0 ? Math.round((result.published + result.duplicates) / result.seconds) : 0;
+  const parts = [
+    `${result.published} published`,
+    `${result.duplicates} already stored`,
+    `${result.bad.length} bad`,
+    ...(result.failed.length > 0 ? [`${result.failed.length} failed`] : []),
+    ...(result.blank > 0 ? [`${result.blank} blank`] : []),
+  ];
+  return `import ${source}: ${result.lines} lines: ${parts.join(", ")}; ${result.seconds.toFixed(1)} s, ${rate} msg/s`;
+}
+
+async function checkStream(nc: NatsConnection, stream: string): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  try {
+    await jsm.streams.info(stream);
+  } catch (err) {
+    throw new Error(
+      `stream ${stream} is not there (${(err as Error).message}); start the services ('npm start') or set NATS_URL to the server they use`,
+      { cause: err },
+    );
+  }
+}
+
+function countLines(file: string): number {
+  const data = readFileSync(file);
+  let n = 0;
+  for (let i = data.indexOf(10); i >= 0; i = data.indexOf(10, i + 1)) n += 1;
+  return data.length > 0 && data[data.length - 1] !== 10 ? n + 1 : n;
+}
+
+export const importCommand: Command = {
+  name: "import",
+  usage: USAGE,
+  async run(argv, out) {
+    const args = parse(argv, { window: { type: "string" } }, 1);
+    if (args.help) return out.help(USAGE);
+    const [source = "-"] = args.positionals;
+    const windowText = args.values.window;
+    const window = typeof windowText === "string" ? Number(windowText) : 512;
+    if (!Number.isInteger(window) || window < 1) {
+      throw new UsageError(`--window must be a whole number ≥ 1, got '${String(windowText)}'`);
+    }
+    const fromStdin = source === "-";
+    // Opened first: a missing file is said before anything connects.
+    const expected = fromStdin ? undefined : countLines(source);
+    const input = fromStdin ? process.stdin.setEncoding("utf8") : createReadStream(source, "utf8");
+    return withSession(async ({ nc, config }) => {
+      // Without the stream every publish would fail alike: say it once, before reading.
+      await checkStream(nc, config.names.chatStream);
+      const result = await importLines({
+        nc,
+        names: config.names,
+        input,
+        window,
+        ...(expected !== undefined ? { expected } : {}),
+        progress: process.stderr,
+        // On a terminal the bar's line is cleared first.
+        onBad: (line, reason) =>
+          process.stderr.write(
+            `${process.stderr.isTTY ? "\r\x1b[K" : ""}line ${line}: ${reason}\n`,
+          ),
+      });
+      for (const f of result.failed)
+        process.stderr.write(`line ${f.line}: not published: ${f.reason}\n`);
+      out.line(summarize(result, fromStdin ? "stdin" : source));
+      return result.bad.length > 0 || result.failed.length > 0 ? 1 : 0;
+    });
+  },
+};

@@ -1,0 +1,127 @@
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { importLines, summarize } from "../services/cli/import.ts";
+import { connectNats } from "../services/nats/connect.ts";
+import { ensureTopology } from "../services/nats/topology.ts";
+import { quietLogger } from "../services/thread-worker/log.ts";
+import { startThreadWorker } from "../services/thread-worker/worker.ts";
+import {
+  chatMessage,
+  FakeSummarizer,
+  harness,
+  readSnapshot,
+  SMALL,
+  uniqueNames,
+  waitFor,
+} from "./support/thread-worker.ts";
+
+let nc: NatsConnection;
+beforeAll(async () => {
+  nc = await connectNats({ url: inject("natsUrl"), name: "import-test" });
+});
+afterAll(() => nc.close());
+
+/** Chunks of text cut at arbitrary places, as a stream delivers a file. */
+function chunks(text: string, size = 97): AsyncIterable<string> {
+  const parts: string[] = [];
+  for (let i = 0; i < text.length; i += size) parts.push(text.slice(i, i + size));
+  return (async function* () {
+    for (const part of parts) yield await Promise.resolve(part);
+  })();
+}
+
+const THREADS = ["imp-a", "imp-b", "imp-c"];
+const messages = Array.from({ length: 300 }, (_, i) => chatMessage(THREADS[i % 3] ?? "", i));
+const bad = [
+  "{not json",
+  JSON.stringify({ ...messages[0], thread: "no spaces allowed" }),
+  JSON.stringify({ ...messages[1], role: "robot" }),
+];
+// Line numbers (1-based) of the bad lines once placed: after line 10, 150 and the last.
+const lines = messages.map((m) => JSON.stringify(m));
+lines.splice(10, 0, bad[0] ?? "");
+lines.splice(150, 0, bad[1] ?? "", "   ");
+lines.push(bad[2] ?? "");
+const file = `${lines.join("\r\n")}\n`;
+
+describe("outline import", () => {
+  it("publishes the valid lines, reports each bad one by number, and applies nothing twice", async () => {
+    const names = uniqueNames();
+    const { jsm } = await ensureTopology(nc, names);
+    const reported: number[] = [];
+    const progress: string[] = [];
+    const first = await importLines({
+      nc,
+      names,
+      input: chunks(file),
+      window: 16,
+      expected: lines.length,
+      progress: { isTTY: true, columns: 100, write: (t) => progress.push(t) },
+      onBad: (line) => reported.push(line),
+    });
+    expect(first.bad.map((b) => b.line)).toEqual([11, 151, 304]);
+    expect(reported).toEqual([11, 151, 304]);
+    expect(first.bad[0]?.reason).toMatch(/^not JSON/);
+    expect(first.bad[1]?.reason).toContain("thread");
+    expect(first.bad[2]?.reason).toContain("role");
+    expect(first).toMatchObject({ lines: 304, published: 300, duplicates: 0, blank: 1 });
+    expect(first.failed).toEqual([]);
+    expect((await jsm.streams.info(names.chatStream)).state.messages).toBe(300);
+    // A bar redrawn in place on a terminal, ending at 100%.
+    expect(progress.at(-1)).toMatch(/^\rimport \[#+\] 100% 304\/304/);
+    expect(summarize(first, "f.jsonl")).toMatch(
+      /^import f\.jsonl: 304 lines: 300 published, 0 already stored, 3 bad, 1 blank; /,
+    );
+
+    // Again, within the duplicate window: the stream keeps one copy.
+    const again = await importLines({ nc, names, input: chunks(file) });
+    expect(again).toMatchObject({ published: 0, duplicates: 300 });
+    expect((await jsm.streams.info(names.chatStream)).state.messages).toBe(300);
+
+    // Again after the window: the stream stores them again, the worker applies each id once.
+    const worker = await startThreadWorker({
+      nc,
+      names,
+      settings: SMALL,
+      summarizer: new FakeSummarizer(),
+      log: quietLogger,
+      snapshotDelayMs: 20,
+    });
+    const h = await harness(nc, names);
+    try {
+      const counted = async () =>
+        (await Promise.all(THREADS.map((t) => readSnapshot(h, t)))).map((s) => s?.count ?? 0);
+      await waitFor("the import applied", async () => (await counted()).every((c) => c === 100));
+      const info = await jsm.streams.info(names.chatStream);
+      await jsm.streams.update(names.chatStream, { ...info.config, duplicate_window: 100_000_000 });
+      await new Promise((r) => setTimeout(r, 300));
+      const late = await importLines({ nc, names, input: chunks(file) });
+      expect(late).toMatchObject({ published: 300, duplicates: 0 });
+      const stored = (await jsm.streams.info(names.chatStream)).state.last_seq;
+      expect(stored).toBe(600);
+      await waitFor("the worker to read the copies", async () => {
+        const c = await (
+          await jetstreamManager(nc)
+        ).consumers.info(names.chatStream, names.workerDurable);
+        return c.delivered.stream_seq >= stored && c.num_ack_pending === 0;
+      });
+      expect(await counted()).toEqual([100, 100, 100]);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it("fails a publish that no stream takes, naming its line, and goes on", async () => {
+    const names = uniqueNames();
+    // No topology: nothing takes the subjects.
+    const result = await importLines({
+      nc,
+      names,
+      input: chunks(`${JSON.stringify(messages[0])}\n`),
+    });
+    expect(result.published).toBe(0);
+    expect(result.failed.map((f) => f.line)).toEqual([1]);
+    expect(result.failed[0]?.reason).toContain("no stream");
+  });
+});
