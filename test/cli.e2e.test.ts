@@ -8,7 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageCreatedSchema, type Message } from "../shared/events.ts";
 import type { SummaryEvent } from "../shared/history.ts";
 import { toSnapshot, type OutlineSnapshot } from "../shared/snapshot.ts";
-import { NAME_VARIABLES, type InfraNames, type NameKey } from "../services/config/names.ts";
+import {
+  NAME_VARIABLES,
+  namesToEnv,
+  type InfraNames,
+  type NameKey,
+} from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology, publishDeadLetter, subjects } from "../services/nats/topology.ts";
 import { startSearchService } from "../services/search/service.ts";
@@ -57,10 +62,7 @@ function outline(...args: string[]): Promise<Run> {
 
 /** As `outline`, with `input` on stdin; `firstChunkOnly` closes stdout after the first output. */
 function outlineWith(input: string, args: string[], firstChunkOnly = false): Promise<Run> {
-  const env: Record<string, string | undefined> = { ...process.env };
-  for (const key of Object.keys(NAME_VARIABLES) as (keyof InfraNames)[]) {
-    env[NAME_VARIABLES[key]] = names[key];
-  }
+  const env: NodeJS.ProcessEnv = { ...process.env, ...namesToEnv(names) };
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ["services/cli/bin.js", ...args], { env });
     let stdout = "";
