@@ -145,15 +145,18 @@ export interface LeasePlan {
  * The next step for `me`, given the live members and who holds each lease (partition → member).
  * A partition is taken only once its lease is free or its holder is gone, and a holder lets go
  * only when the partition belongs elsewhere: so at most one live member holds each partition.
+ * `heard`: members still heard from, leaving ones included (default: the live ones); a leaving
+ * member owns nothing in the assignment but keeps its leases until it has drained and let go.
  */
 export function planLeases(
   me: string,
   partitions: number,
   live: readonly Member[],
   holders: ReadonlyMap<number, string>,
+  heard: ReadonlySet<string> = new Set(live.map((m) => m.id)),
 ): LeasePlan {
   const owners = assignPartitions(partitions, live);
-  const isLive = new Set(live.map((m) => m.id));
+  const isLive = heard;
   const plan: LeasePlan = { acquire: [], release: [], waiting: [] };
   for (let p = 0; p < partitions; p++) {
     const owner = owners[p];

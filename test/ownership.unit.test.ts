@@ -209,6 +209,11 @@ describe("planLeases", () => {
     const plan = planLeases("b", 8, live, holders);
     expect(plan.waiting).toEqual(bs);
     expect(planLeases("a", 8, live, holders).release).toEqual(bs);
+    // While a is leaving it owns nothing but keeps its leases until it lets go.
+    const leaving = planLeases("b", 8, [{ id: "b" }], holders, new Set(["a", "b"]));
+    expect(leaving.acquire).toEqual(partitionsOf(owners, "a"));
+    expect(leaving.waiting).toEqual(bs);
+    expect(planLeases("a", 8, [{ id: "b" }], holders, new Set(["a", "b"])).release).toEqual(bs);
     // Once a is gone, b takes them at once.
     expect(planLeases("b", 8, [{ id: "b" }], holders).acquire).toEqual([...Array(8).keys()]);
   });

@@ -54,6 +54,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import("./replay/command.ts")).replay,
   },
   {
+    name: "cluster",
+    summary: "print which instance owns which partitions (GET /cluster)",
+    load: async () => (await import("./cluster.ts")).cluster,
+  },
+  {
     name: "inspect",
     summary: "print thread actors' transitions live (worker started with --inspect)",
     load: async () => (await import("./inspect/command.ts")).inspect,

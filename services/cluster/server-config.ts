@@ -5,12 +5,20 @@ import type { InfraNames } from "../config/names.ts";
  * k = `{{partition(N,1)}}` (docs/scale-out.md), as nats-server config text. Top level it maps the
  * default account; inside an account block, that account.
  */
-export function partitionMappings(names: InfraNames, partitions: number): string {
-  const chat = names.chatPrefix;
-  // wildcard 1 is the source's first `*`, the thread, however many tokens the prefix has.
-  const map = (kind: string) =>
-    `  "${chat}.*.${kind}": "${chat}.{{wildcard(1)}}.${kind}.{{partition(${partitions},1)}}"`;
-  return `mappings = {\n${map("message.created")}\n${map("thread.deleted")}\n}\n`;
+export function partitionMappings(
+  names: InfraNames | readonly InfraNames[],
+  partitions: number,
+): string {
+  const lines: string[] = [];
+  for (const { chatPrefix: chat } of Array.isArray(names) ? names : [names]) {
+    // wildcard 1 is the source's first `*`, the thread, however many tokens the prefix has.
+    for (const kind of ["message.created", "thread.deleted"]) {
+      lines.push(
+        `  "${chat}.*.${kind}": "${chat}.{{wildcard(1)}}.${kind}.{{partition(${partitions},1)}}"`,
+      );
+    }
+  }
+  return `mappings = {\n${lines.join("\n")}\n}\n`;
 }
 
 export interface ClusterNodeConfig {

@@ -28,7 +28,7 @@ export interface ConnectOptions {
 
 // Credentials embedded in a URL must not end up in logs.
 export function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, "//***@");
+  return url.replace(/\/\/[^@/,]*@/g, "//***@");
 }
 
 function authOptions(auth: NatsAuth | undefined): Partial<NodeConnectionOptions> {
@@ -58,6 +58,14 @@ function authHint(auth: NatsAuth | undefined): string {
   }
 }
 
+/** `NATS_URL` as a list: `nats://a:4222,nats://b:4222` names two servers of one cluster. */
+export function natsServers(url: string): string[] {
+  return url
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+}
+
 // Retrying cannot fix wrong credentials, so these end the startup wait at once.
 function isAuthFailure(err: unknown): boolean {
   return (
@@ -77,7 +85,8 @@ export async function connectNats(options: ConnectOptions): Promise<NatsConnecti
   for (;;) {
     try {
       return await connect({
-        servers: options.url,
+        // NATS_URL may list several servers of a cluster, comma-separated (SPEC §9).
+        servers: natsServers(options.url),
         name: options.name,
         maxReconnectAttempts: -1,
         reconnectTimeWait: 1_000,

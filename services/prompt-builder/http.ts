@@ -32,6 +32,8 @@ export interface HttpOptions {
   explorer?: Explorer | undefined;
   /** GET /threads/{thread}/search, answered by a search service (absent: 501, search is off). */
   search?: SearchForward;
+  /** GET /cluster: who owns what (docs/scale-out.md). */
+  cluster?: () => Promise<unknown>;
 }
 
 const searchOff: SearchForward = (raw) => {
@@ -63,10 +65,13 @@ function sendError(res: ServerResponse, err: ApiError, headers: Record<string, s
 }
 
 const ROUTES_HINT =
-  "routes: GET /threads/{thread}/prompt?agent=…&from=…&format=openai|anthropic, /threads/{thread}/zoom?id=…&n=…, /threads/{thread}/outline, /threads/{thread}/tools, /threads/{thread}/search?q=…&before=…&limit=…, /healthz, /metrics; the explorer at /ui/";
+  "routes: GET /threads/{thread}/prompt?agent=…&from=…&format=openai|anthropic, /threads/{thread}/zoom?id=…&n=…, /threads/{thread}/outline, /threads/{thread}/tools, /threads/{thread}/search?q=…&before=…&limit=…, /healthz, /metrics, /cluster; the explorer at /ui/";
 
 type Route =
-  { kind: "healthz" } | { kind: "metrics" } | { kind: "thread"; op: Operation; raw: RawRequest };
+  | { kind: "healthz" }
+  | { kind: "metrics" }
+  | { kind: "cluster" }
+  | { kind: "thread"; op: Operation; raw: RawRequest };
 
 function route(target: string): Route {
   let url: URL;
@@ -77,6 +82,7 @@ function route(target: string): Route {
   }
   if (url.pathname === "/healthz") return { kind: "healthz" };
   if (url.pathname === "/metrics") return { kind: "metrics" };
+  if (url.pathname === "/cluster") return { kind: "cluster" };
   const parts = url.pathname.split("/");
   if (parts.length === 4 && parts[0] === "" && parts[1] === "threads") {
     const op = parts[3] as Operation;
@@ -149,6 +155,12 @@ export function createHttpServer(options: HttpOptions): Server {
         "UNAUTHORIZED",
         "this API requires 'Authorization: Bearer <token>' with the token in OUTLINE_API_TOKEN",
       );
+    }
+    if (r.kind === "cluster") {
+      if (!options.cluster)
+        throw new ApiError(404, "NOT_FOUND", `no route /cluster; ${ROUTES_HINT}`);
+      send(res, 200, await options.cluster());
+      return;
     }
     if (r.kind === "metrics") {
       const text = await options.metrics.render();

@@ -1,3 +1,4 @@
+import { clusterView, serveCluster } from "../cluster/view.ts";
 import { loadSettings } from "../config/load.ts";
 import { connectNats, redactUrl } from "../nats/connect.ts";
 import { ensureTopology } from "../nats/topology.ts";
@@ -56,6 +57,8 @@ async function main(): Promise<void> {
       ? async (raw) => JSON.parse(new TextDecoder().decode(await search(raw))) as unknown
       : undefined,
   });
+  const cluster = clusterView(nc, config.names);
+  const clusterApi = serveCluster(nc, config.names, cluster, log);
   const server = createHttpServer({
     operations,
     metrics,
@@ -64,6 +67,7 @@ async function main(): Promise<void> {
     log,
     explorer,
     search,
+    cluster,
   });
   const address = await listen(server, host, port);
   log(
@@ -78,7 +82,7 @@ async function main(): Promise<void> {
     explorer.close();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
-    void Promise.all([closed, natsApi.drain()])
+    void Promise.all([closed, natsApi.drain(), clusterApi.drain()])
       .then(() => nc.drain())
       .then(
         () => {

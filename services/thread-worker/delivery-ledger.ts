@@ -23,11 +23,21 @@ export interface DeliveryEpoch {
 /** Unacknowledged deliveries past which the worker counts as behind (a few bursts' worth). */
 const BEHIND_WHEN_HELD = 100;
 
+/** What the ledger knows of one consumer's deliveries (one per partition when partitioned). */
+interface ConsumerTrack {
+  epoch: DeliveryEpoch;
+  lastDelivery: number | undefined;
+  /** CHAT sequence of the last first delivery. */
+  lastFirst: number | undefined;
+  /** Events this consumer had not delivered yet, as of its last delivery. */
+  pending: number;
+}
+
 export class DeliveryLedger {
   #epoch: DeliveryEpoch = { id: 0, start: undefined };
-  #lastDelivery: number | undefined;
-  /** CHAT sequence of the last first delivery. */
-  #lastFirst: number | undefined;
+  /** Epoch ids are unique across consumers: a slot compares epochs by identity anyway. */
+  #epochs = 0;
+  readonly #consumers = new Map<string, ConsumerTrack>();
   #pending = 0;
   /** Deliveries not yet acknowledged (or given up by a slot that ended). */
   #held = 0;
@@ -90,38 +100,68 @@ export class DeliveryLedger {
     this.#held = Math.max(0, this.#held - count);
   }
 
+  /** The epoch of the consumer that delivered last (a slot made for its event joins it). */
   get current(): DeliveryEpoch {
     return this.#epoch;
   }
 
-  /** Records a delivery (in arrival order); returns the epoch it belongs to. */
-  observe(msg: JsMsg): DeliveryEpoch {
-    const { deliverySequence, deliveryCount } = msg.info;
-    if (this.#lastDelivery === undefined || deliverySequence !== this.#lastDelivery + 1) {
-      this.#newEpoch();
+  /**
+   * Records a delivery (in arrival order); returns the epoch it belongs to. `filtered`: the
+   * consumer takes one partition's events (docs/scale-out.md), so its first deliveries come in
+   * stream order but not one sequence apart.
+   */
+  observe(msg: JsMsg, filtered = false): DeliveryEpoch {
+    const { deliverySequence, deliveryCount, consumer } = msg.info;
+    let track = this.#consumers.get(consumer);
+    if (!track) {
+      track = {
+        epoch: this.#nextEpoch(),
+        lastDelivery: undefined,
+        lastFirst: undefined,
+        pending: 0,
+      };
+      this.#consumers.set(consumer, track);
+    }
+    if (track.lastDelivery === undefined || deliverySequence !== track.lastDelivery + 1) {
+      track.epoch = this.#nextEpoch();
     }
     // The consumer takes every event of the stream: first deliveries come one stream sequence
     // apart. A stored event it passed over (purged, or skipped for any reason) starts a new
     // epoch, so no slot counts on having been given it (the gap read finds it if it is there).
     if (deliveryCount === 1) {
-      if (this.#lastFirst !== undefined && msg.seq !== this.#lastFirst + 1) this.#newEpoch();
-      this.#lastFirst = msg.seq;
+      if (
+        track.lastFirst !== undefined &&
+        (filtered ? msg.seq <= track.lastFirst : msg.seq !== track.lastFirst + 1)
+      )
+        track.epoch = this.#nextEpoch();
+      track.lastFirst = msg.seq;
     }
-    this.#lastDelivery = deliverySequence;
-    this.#pending = msg.info.pending;
+    track.lastDelivery = deliverySequence;
+    this.#pending += msg.info.pending - track.pending;
+    track.pending = msg.info.pending;
     this.#caughtUp = false;
     this.#held += 1;
-    if (this.#epoch.start === undefined && deliveryCount === 1) this.#epoch.start = msg.seq;
-    return this.#epoch;
+    if (track.epoch.start === undefined && deliveryCount === 1) track.epoch.start = msg.seq;
+    this.#epoch = track.epoch;
+    return track.epoch;
+  }
+
+  /** A consumer this worker no longer reads (its partition moved): its backlog is not ours. */
+  forget(consumer: string): void {
+    const track = this.#consumers.get(consumer);
+    if (!track) return;
+    this.#pending -= track.pending;
+    this.#consumers.delete(consumer);
   }
 
   /** Events given to a slot were dropped (or a delivery was not routed): trust nothing older. */
   interrupt(): void {
-    this.#newEpoch();
+    for (const track of this.#consumers.values()) track.epoch = this.#nextEpoch();
+    this.#epoch = this.#nextEpoch();
   }
 
-  #newEpoch(): void {
-    this.#epoch = { id: this.#epoch.id + 1, start: undefined };
+  #nextEpoch(): DeliveryEpoch {
+    return { id: ++this.#epochs, start: undefined };
   }
 }
 

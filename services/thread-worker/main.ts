@@ -34,8 +34,12 @@ async function main(): Promise<void> {
     ...timings,
     ...(inspector ? { inspect: inspector.inspect } : {}),
   });
+  const consumer =
+    worker.membership === undefined
+      ? config.names.workerDurable
+      : `member ${worker.membership.id} holding partitions [${worker.membership.owned().join(",")}] of ${config.names.partitions}`;
   log.info(
-    `consuming ${config.names.chatStream} as ${config.names.workerDurable} at ${redactUrl(url)} with ${summarizer.name} (concurrency ${config.settings.concurrency}, group ${config.settings.group ?? 1}); metrics on ${workerMetricsSubject(config.names)}`,
+    `consuming ${config.names.chatStream} as ${consumer} at ${redactUrl(url)} with ${summarizer.name} (concurrency ${config.settings.concurrency}, group ${config.settings.group ?? 1}); metrics on ${workerMetricsSubject(config.names)}`,
   );
 
   let stopping = false;

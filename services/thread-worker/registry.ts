@@ -105,6 +105,21 @@ export class ThreadRegistry {
     for (const slot of this.#slots.values()) slot.passivateIfIdle(now, idleMs);
   }
 
+  /**
+   * Drains the threads `which` selects (their partition moved to another worker): each saves
+   * its state and acknowledges what it applied, then leaves memory. Their retry timers go too.
+   */
+  async drainWhere(which: (thread: string) => boolean): Promise<void> {
+    for (const [thread, timer] of this.#retries) {
+      if (!which(thread)) continue;
+      clearTimeout(timer);
+      this.#retries.delete(thread);
+    }
+    await Promise.all(
+      [...this.#slots.values()].filter((slot) => which(slot.thread)).map((slot) => slot.drain()),
+    );
+  }
+
   async drain(): Promise<void> {
     this.#stopRetries();
     await Promise.all([...this.#slots.values()].map((slot) => slot.drain()));

@@ -13,6 +13,10 @@ export interface WorkerSettings {
   backlogLimit: number;
   /** Absent: the worker's default (500 ms, at most a tenth of the ack wait). */
   saveLingerMs?: number;
+  /** Partitioned mode: when a silent member counts as dead (docs/scale-out.md). */
+  failoverMs?: number;
+  /** Partitioned mode: this member's share of the partitions. */
+  capacity?: number;
 }
 
 type Values = Readonly<Record<string, string | undefined>>;
@@ -59,10 +63,14 @@ export function workerSettings(values: Values): WorkerSettings {
       `${saveLingerMs} ms is more than a tenth of the ack wait (${ackWaitMs} ms); write at most ${Math.floor(ackWaitMs / 10)} (default ${Math.min(DEFAULT_SAVE_LINGER_MS, ackWaitMs / 10)}), or raise OUTLINE_ACK_WAIT_MS`,
     );
   }
+  const failoverMs = whole(values, "OUTLINE_FAILOVER_MS", 200, "whole milliseconds", 5_000);
+  const capacity = whole(values, "OUTLINE_CAPACITY", 1, "a whole number", 1);
   return {
     idleMs,
     ackWaitMs,
     backlogLimit,
     ...(saveLingerMs !== undefined ? { saveLingerMs } : {}),
+    ...(failoverMs !== undefined ? { failoverMs } : {}),
+    ...(capacity !== undefined ? { capacity } : {}),
   };
 }

@@ -34,6 +34,8 @@ import { ThreadRegistry } from "./registry.ts";
 import { retryInPlace } from "./retry.ts";
 import { NextTurn } from "./next-turn.ts";
 import { DEFAULT_JOB_TIMING, type JobTiming } from "./summary-jobs.ts";
+import { joinCluster, type Membership } from "../cluster/membership.ts";
+import { PartitionConsumers, UNPARTITIONED } from "./partitions.ts";
 import type { WorkerContext } from "./worker-context.ts";
 
 export interface ThreadWorkerOptions {
@@ -79,10 +81,19 @@ export interface ThreadWorkerOptions {
   jobTiming?: Partial<JobTiming>;
   /** Observes every thread actor (XState inspection events), e.g. for `--inspect`. */
   inspect?: (event: InspectionEvent) => void;
+  /**
+   * Partitioned mode (`names.partitions` set): a member unheard of for this long is dead and its
+   * partitions move (OUTLINE_FAILOVER_MS, default 5,000).
+   */
+  failoverMs?: number;
+  /** Partitioned mode: this member's share of the partitions (OUTLINE_CAPACITY, default 1). */
+  capacity?: number;
 }
 
 export interface ThreadWorker {
   readonly registry: ThreadRegistry;
+  /** Partitioned mode: this member of the cluster (docs/scale-out.md); undefined in single mode. */
+  readonly membership: Membership | undefined;
   readonly metrics: MetricRegistry;
   readonly buckets: WorkerBuckets;
   /** The Prometheus text the metrics subject answers with. */
@@ -204,15 +215,23 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   };
   const registry = new ThreadRegistry(ctx);
   const maxAckPending = options.maxAckPending ?? 10_000;
-  await ensureConsumer(jsm, names, ackWaitMs, maxAckPending);
-  const consumer = await js.consumers.get(names.chatStream, names.workerDurable);
-  // The consumer's own limit: one that existed before may have another than ours.
-  const ackLimit = (await consumer.info(true)).config.max_ack_pending ?? maxAckPending;
-  const limit = ackLimit > 0 ? ackLimit : Number.POSITIVE_INFINITY;
-  ctx.deliveries.crowdAt(options.saveAtHeld ?? Math.ceil(limit * 0.9), limit);
-  const messages: ConsumerMessages = await consumer.consume({
-    max_messages: Math.min(1_000, maxAckPending),
-  });
+  const partitions = names.partitions;
+  // Single mode: one durable for every chat event. Partitioned: one per partition held, opened
+  // and closed by the membership below.
+  let messages: ConsumerMessages | undefined;
+  if (partitions === undefined) {
+    await ensureConsumer(jsm, names, ackWaitMs, maxAckPending);
+    const consumer = await js.consumers.get(names.chatStream, names.workerDurable);
+    // The consumer's own limit: one that existed before may have another than ours.
+    const ackLimit = (await consumer.info(true)).config.max_ack_pending ?? maxAckPending;
+    const limit = ackLimit > 0 ? ackLimit : Number.POSITIVE_INFINITY;
+    ctx.deliveries.crowdAt(options.saveAtHeld ?? Math.ceil(limit * 0.9), limit);
+    messages = await consumer.consume({
+      max_messages: Math.min(1_000, maxAckPending),
+    });
+  } else {
+    ctx.deliveries.crowdAt(options.saveAtHeld ?? Math.ceil(maxAckPending * 0.9), maxAckPending);
+  }
 
   const stopping = new AbortController();
   const background = new Set<Promise<unknown>>();
@@ -282,7 +301,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     crowdedSweep = setTimeout(sweepCrowded, saveLingerMs / 8);
   };
   const route = (msg: JsMsg) => {
-    const epoch = ctx.deliveries.observe(msg);
+    const epoch = ctx.deliveries.observe(msg, partitions !== undefined);
     deliveries++;
     if (!caughtUpCheck && !closing && saveLingerMs > 0 && ctx.deliveries.undelivered === 0)
       armCaughtUp();
@@ -294,41 +313,118 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       deadLetterNow(msg, chatSubjectProblem(names.chatPrefix, msg.subject));
       return;
     }
+    if (
+      partitions !== undefined &&
+      parsed.partition !== undefined &&
+      parsed.partition !== s.partitionOf(parsed.thread)
+    ) {
+      // Published to the mapped form by hand: it would reach a worker that does not own the thread.
+      deadLetterNow(
+        msg,
+        `partition token ${parsed.partition} is not thread '${parsed.thread}''s partition ${s.partitionOf(parsed.thread)} of ${partitions}; publish to ${s.messageCreated(parsed.thread)} (or thread.deleted) and let the server map it`,
+      );
+      return;
+    }
     registry.deliver(parsed.thread, msg, epoch, parsed.kind);
   };
 
-  const pulling = (async () => {
-    for await (const msg of messages) {
-      try {
-        route(msg);
-      } catch (err) {
-        // Routing does not throw on input; if it ever does, the event comes back after the ack wait
-        // and no slot may count on having seen it.
-        ctx.deliveries.interrupt();
-        ctx.deliveries.released(1);
-        log.error(`could not route ${msg.subject} #${msg.seq}: ${errorText(err)}`);
-      }
+  const routeSafely = (msg: JsMsg) => {
+    try {
+      route(msg);
+    } catch (err) {
+      // Routing does not throw on input; if it ever does, the event comes back after the ack wait
+      // and no slot may count on having seen it.
+      ctx.deliveries.interrupt();
+      ctx.deliveries.released(1);
+      log.error(`could not route ${msg.subject} #${msg.seq}: ${errorText(err)}`);
     }
-  })().catch((err: unknown) => {
-    if (!stopping.signal.aborted)
-      log.error(`consuming ${names.chatStream} stopped: ${errorText(err)}`);
-  });
+  };
+  const single = messages;
+  const pulling = single
+    ? (async () => {
+        for await (const msg of single) routeSafely(msg);
+      })().catch((err: unknown) => {
+        if (!stopping.signal.aborted)
+          log.error(`consuming ${names.chatStream} stopped: ${errorText(err)}`);
+      })
+    : Promise.resolve();
+
+  // Partitioned: the partitions this member holds, each with its consumer. Threads with work
+  // outstanding in a partition taken are woken; a partition given up drains its threads first.
+  const consumers =
+    partitions === undefined
+      ? undefined
+      : new PartitionConsumers(js, jsm, names, s, {
+          ackWaitMs,
+          maxAckPending,
+          route: routeSafely,
+          failed: (k, err) => {
+            if (!stopping.signal.aborted)
+              log.error(
+                `consuming partition ${k} of ${names.chatStream} stopped: ${errorText(err)}`,
+              );
+          },
+          forget: (consumer) => ctx.deliveries.forget(consumer),
+        });
+  const inPartitions = (ks: readonly number[]) => {
+    const set = new Set(ks);
+    return (thread: string) => set.has(s.partitionOf(thread) ?? -2);
+  };
+  let lastLag = 0;
+  const membership =
+    consumers === undefined || partitions === undefined
+      ? undefined
+      : await joinCluster({
+          js,
+          names,
+          partitions,
+          replicas: options.replicas ?? 1,
+          ...(options.failoverMs === undefined ? {} : { failoverMs: options.failoverMs }),
+          ...(options.capacity === undefined ? {} : { capacity: options.capacity }),
+          log,
+          stats: () => ({ threads: registry.size, lag: lastLag }),
+          acquire: async (ks) => {
+            // Events stored before the mapping are read by the holder of partition 0.
+            const opening = ks.includes(0) ? [UNPARTITIONED, ...ks] : ks;
+            await Promise.all(opening.map((k) => consumers.open(k)));
+            const busy = await ctx.busy.list().catch(() => [] as string[]);
+            const ours = inPartitions(ks);
+            for (const thread of busy) if (ours(thread)) registry.wake(thread);
+          },
+          release: async (ks) => {
+            const closing = ks.includes(0) ? [UNPARTITIONED, ...ks] : ks;
+            await Promise.all(closing.map((k) => consumers.close(k)));
+            await registry.drainWhere(inPartitions(ks));
+          },
+        });
+  // The heartbeat reports the lag: refreshed on a timer, since a heartbeat does not wait.
+  const lagTimer = consumers
+    ? setInterval(() => {
+        consumers.lag().then(
+          ({ pending }) => (lastLag = pending),
+          () => undefined,
+        );
+      }, 2_000)
+    : undefined;
+  lagTimer?.unref();
 
   // Threads stored with work outstanding (a crash or a drain left summaries unanswered) get no
   // event to wake them: wake them now.
-  track(
-    ctx.busy.list().then(
-      (threads) => {
-        if (threads.length > 0)
-          log.info(`waking ${threads.length} thread(s) with work outstanding`);
-        for (const thread of threads) registry.wake(thread);
-      },
-      (err: unknown) =>
-        log.error(
-          `could not list busy threads in bucket ${buckets.names.busy}: ${errorText(err)}; their summaries resume when their next event arrives`,
-        ),
-    ),
-  );
+  // Partitioned, a partition's busy threads are woken when it is taken (above).
+  if (partitions === undefined)
+    track(
+      ctx.busy.list().then(
+        (threads) => {
+          if (threads.length > 0)
+            log.info(`waking ${threads.length} thread(s) with work outstanding`);
+          for (const thread of threads) registry.wake(thread);
+        },
+        (err: unknown) =>
+          log.error(
+            `could not list busy threads in bucket ${buckets.names.busy}: ${errorText(err)}; their summaries resume when their next event arrives`,
+          ),
+      ),
+    );
 
   const idleMs = options.idleMs ?? DEFAULT_IDLE_MS;
   const sweeper = setInterval(
@@ -366,6 +462,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   let stopped = false;
   return {
     registry,
+    membership,
     metrics,
     buckets,
     renderMetrics,
@@ -376,7 +473,10 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       clearInterval(sweeper);
       clearTimeout(caughtUpCheck);
       clearTimeout(crowdedSweep);
-      await messages.close();
+      // Partitioned: each partition drains and its lease goes at once, so the others take it.
+      clearInterval(lagTimer);
+      await membership?.leave();
+      await messages?.close();
       await pulling;
       await registry.drain();
       await Promise.allSettled([...background]);
@@ -393,7 +493,10 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       clearInterval(sweeper);
       clearTimeout(caughtUpCheck);
       clearTimeout(crowdedSweep);
-      messages.stop();
+      clearInterval(lagTimer);
+      membership?.abandon();
+      consumers?.stopAll();
+      messages?.stop();
       registry.abandon();
       metricsSub.unsubscribe();
       actorFeed.stop();

@@ -1,0 +1,26 @@
+import { parse } from "./args.ts";
+import type { Command } from "./command.ts";
+import { withSession } from "./session.ts";
+import { clusterTable, clusterView } from "../cluster/view.ts";
+
+const USAGE = `usage: outline cluster [--json]
+
+Prints who owns what: each instance's partitions, threads in memory and lag (docs/scale-out.md),
+read from the cluster bucket, as GET /cluster answers.
+
+  --json   the answer as GET /cluster gives it`;
+
+export const cluster: Command = {
+  name: "cluster",
+  usage: USAGE,
+  async run(argv, out) {
+    const args = parse(argv, { json: { type: "boolean" } }, 0);
+    if (args.help) return out.help(USAGE);
+    return withSession(async ({ nc, config }) => {
+      const answer = await clusterView(nc, config.names)();
+      if (args.values.json === true) out.line(JSON.stringify(answer, null, 2));
+      else for (const line of clusterTable(answer)) out.line(line);
+      return 0;
+    });
+  },
+};

@@ -1,0 +1,107 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { InfraNames } from "../config/names.ts";
+import { findBinary, freePort, ManagedProcess, waitForPort } from "../start/processes.ts";
+import { clusterNodeConfig, partitionMappings } from "./server-config.ts";
+
+/** One nats-server of a local cluster. */
+export interface LocalNode {
+  name: string;
+  url: string;
+  process: ManagedProcess;
+  /** SIGKILL: the node dies as a host would. */
+  kill(): Promise<void>;
+  /** Starts it again on the same ports and store. */
+  restart(): Promise<void>;
+}
+
+export interface LocalCluster {
+  nodes: LocalNode[];
+  /** Every node's URL, comma-separated: what NATS_URL takes. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+export interface LocalClusterOptions {
+  dir: string;
+  /** Whose chat subjects get the partition mapping (tests map several sets of names). */
+  names: InfraNames | readonly InfraNames[];
+  partitions: number;
+  /** First client port; cluster ports follow the client ports. Free ports when absent. */
+  basePort?: number;
+  host?: string;
+  size?: number;
+}
+
+/**
+ * Starts `size` (3) nats-servers on loopback as one JetStream cluster, each with the partition
+ * mapping of docs/scale-out.md: what `npm run cluster` and the cluster tests run.
+ */
+export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
+  const binary = findBinary("nats-server");
+  if (!binary)
+    throw new Error("nats-server is not on PATH; install it (apt-get install nats-server)");
+  const host = options.host ?? "127.0.0.1";
+  const size = options.size ?? 3;
+  const ports: { client: number; cluster: number }[] = [];
+  for (let i = 0; i < size; i++) {
+    ports.push(
+      options.basePort !== undefined
+        ? { client: options.basePort + i, cluster: options.basePort + size + i }
+        : { client: await freePort(host), cluster: await freePort(host) },
+    );
+  }
+  const mappings = partitionMappings(options.names, options.partitions);
+  const nodes: LocalNode[] = ports.map((p, i) => {
+    const name = `n${i + 1}`;
+    const dir = join(options.dir, name);
+    mkdirSync(dir, { recursive: true });
+    const configFile = join(dir, "nats.conf");
+    writeFileSync(
+      configFile,
+      clusterNodeConfig(
+        {
+          name,
+          host,
+          clientPort: p.client,
+          clusterPort: p.cluster,
+          routes: ports.map((q) => q.cluster),
+          storeDir: join(dir, "store"),
+        },
+        mappings,
+      ),
+    );
+    const spawn = () =>
+      new ManagedProcess(name, binary, ["-c", configFile], {
+        output: "quiet",
+        logFile: join(dir, "nats-server.log"),
+      });
+    const node: LocalNode = {
+      name,
+      url: `nats://${host}:${p.client}`,
+      process: spawn(),
+      async kill() {
+        await node.process.stop("SIGKILL", 5_000);
+      },
+      async restart() {
+        node.process = spawn();
+        if (!(await waitForPort(host, p.client, 15_000)))
+          throw new Error(`nats-server ${name} did not come back on ${host}:${p.client}`);
+      },
+    };
+    return node;
+  });
+  for (const [i, p] of ports.entries()) {
+    if (!(await waitForPort(host, p.client, 15_000))) {
+      await Promise.all(nodes.map((n) => n.process.stop("SIGKILL", 2_000)));
+      throw new Error(`nats-server n${i + 1} did not listen on ${host}:${p.client}`);
+    }
+  }
+  return {
+    nodes,
+    url: nodes.map((n) => n.url).join(","),
+    async stop() {
+      await Promise.all(nodes.map((n) => n.process.stop("SIGINT", 10_000)));
+    },
+  };
+}

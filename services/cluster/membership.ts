@@ -1,0 +1,370 @@
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import { StorageType, type JetStreamClient } from "@nats-io/jetstream";
+import { Kvm, type KV, type KvWatchEntry } from "@nats-io/kv";
+import type { QueuedIterator } from "@nats-io/transport-node";
+import { liveMembers, planLeases, type Heartbeat, type LeasePlan } from "../../shared/ownership.ts";
+import type { InfraNames } from "../config/names.ts";
+
+/** The bucket of the layout, heartbeats and leases (docs/scale-out.md). */
+export const clusterBucket = (names: Pick<InfraNames, "kvBucket">): string =>
+  `${names.kvBucket}-cluster`;
+
+export const DEFAULT_FAILOVER_MS = 5_000;
+
+/** One member as its heartbeat says (and as `GET /cluster` shows it). */
+export interface MemberInfo {
+  id: string;
+  host: string;
+  pid: number;
+  /** ISO time it joined. */
+  since: string;
+  capacity: number;
+  partitions: number[];
+  /** Threads in memory. */
+  threads: number;
+  /** Events stored and not yet delivered to it, over its partitions. */
+  lag: number;
+  leaving?: boolean;
+}
+
+export interface ClusterView {
+  members: (MemberInfo & { live: boolean; heardMsAgo: number })[];
+  partitions: number;
+  /** Partition → member holding its lease. */
+  leases: Record<string, string>;
+}
+
+export interface MembershipOptions {
+  js: JetStreamClient;
+  names: InfraNames;
+  partitions: number;
+  replicas: number;
+  failoverMs?: number;
+  capacity?: number;
+  /** Takes partitions: start reading them. `takeover`: their last holder died. */
+  acquire(partitions: number[], takeover: boolean): Promise<void>;
+  /** Gives partitions up: stop reading them and save their threads; resolves when done. */
+  release(partitions: number[]): Promise<void>;
+  /** What the heartbeat reports besides the partitions. */
+  stats(): { threads: number; lag: number };
+  log: { info(line: string): void; warn(line: string): void };
+}
+
+export interface Membership {
+  readonly id: string;
+  /** Partitions this member holds, ascending. */
+  owned(): number[];
+  /** Drains and lets every partition go at once, then leaves the bucket. */
+  leave(): Promise<void>;
+  /** Crash simulation: stops heartbeating, lets nothing go. */
+  abandon(): void;
+}
+
+const memberKey = (id: string) => `member.${id}`;
+const leaseKey = (k: number) => `lease.${k}`;
+
+function memberId(): string {
+  const host = hostname()
+    .replace(/[^A-Za-z0-9_-]/g, "-")
+    .slice(0, 40);
+  return `${host}-${process.pid}-${randomBytes(2).toString("hex")}`;
+}
+
+export async function openClusterBucket(
+  js: JetStreamClient,
+  names: InfraNames,
+  replicas: number,
+): Promise<KV> {
+  return new Kvm(js).create(clusterBucket(names), {
+    history: 1,
+    storage: StorageType.File,
+    replicas,
+    description: "outline instances: layout, member.<id> heartbeats, lease.<partition>",
+  });
+}
+
+/** Reads the bucket once: what `GET /cluster` and `outline cluster` show. */
+export async function readCluster(kv: KV, failoverMs = DEFAULT_FAILOVER_MS): Promise<ClusterView> {
+  const view: ClusterView = { members: [], partitions: 0, leases: {} };
+  const now = Date.now();
+  const keys = await kv.keys();
+  for await (const key of keys) {
+    const entry = await kv.get(key);
+    if (!entry || entry.operation !== "PUT") continue;
+    if (key === "layout") {
+      view.partitions = entry.json<{ partitions: number }>().partitions ?? 0;
+    } else if (key.startsWith("member.")) {
+      const info = entry.json<MemberInfo>();
+      const heardMsAgo = Math.max(0, now - entry.created.getTime());
+      view.members.push({ ...info, live: !info.leaving && heardMsAgo <= failoverMs, heardMsAgo });
+    } else if (key.startsWith("lease.")) {
+      view.leases[key.slice("lease.".length)] = entry.json<{ member: string }>().member;
+    }
+  }
+  view.members.sort((a, b) => (a.id < b.id ? -1 : 1));
+  return view;
+}
+
+/**
+ * Joins the members in the bucket: heartbeats, watches the others, and takes and lets go of
+ * partitions as `planLeases` says. Liveness is judged on this process's clock from when each
+ * heartbeat was seen, so clocks of other hosts do not matter.
+ */
+export async function joinCluster(options: MembershipOptions): Promise<Membership> {
+  const { names, partitions, log } = options;
+  const failoverMs = options.failoverMs ?? DEFAULT_FAILOVER_MS;
+  const beatMs = Math.max(50, Math.floor(failoverMs / 4));
+  const id = memberId();
+  const kv = await openClusterBucket(options.js, names, options.replicas);
+  await checkLayout(kv, partitions);
+
+  const since = new Date().toISOString();
+  const beats = new Map<string, { seenAt: number; revision: number; info: MemberInfo }>();
+  let seenRevision = 0;
+  const holders = new Map<number, { member: string; revision: number }>();
+  const owned = new Set<number>();
+  let leaving = false;
+  let stopped = false;
+
+  const info = (): MemberInfo => ({
+    id,
+    host: hostname(),
+    pid: process.pid,
+    since,
+    capacity: options.capacity ?? 1,
+    partitions: [...owned].sort((a, b) => a - b),
+    ...options.stats(),
+    ...(leaving ? { leaving: true } : {}),
+  });
+  const beat = async () => {
+    await kv.put(memberKey(id), JSON.stringify(info()));
+  };
+
+  const onEntry = (e: KvWatchEntry) => {
+    seenRevision = Math.max(seenRevision, e.revision);
+    if (e.key.startsWith("member.")) {
+      const who = e.key.slice("member.".length);
+      if (e.operation === "PUT")
+        beats.set(who, { seenAt: Date.now(), revision: e.revision, info: e.json<MemberInfo>() });
+      else beats.delete(who);
+    } else if (e.key.startsWith("lease.")) {
+      const k = Number(e.key.slice("lease.".length));
+      if (e.operation === "PUT")
+        holders.set(k, { member: e.json<{ member: string }>().member, revision: e.revision });
+      else holders.delete(k);
+    }
+  };
+
+  let lastPlan: LeasePlan | undefined;
+  // Reconciles one at a time; an event during a run asks for one more run after it.
+  let running: Promise<void> | undefined;
+  let again = false;
+  const kick = () => {
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = reconcile()
+      .catch((err: unknown) => log.warn(`cluster: ${(err as Error).message}; retrying`))
+      .finally(() => {
+        running = undefined;
+        if (again) {
+          again = false;
+          kick();
+        }
+      });
+  };
+
+  // Silent for failoverMs on our clock: asked once more before it counts as dead, since a busy
+  // event loop may not have read its latest heartbeats from the watch yet.
+  const confirmSilent = async (now: number) => {
+    for (const [who, b] of beats) {
+      if (who === id || now - b.seenAt <= failoverMs) continue;
+      const entry = await kv.get(memberKey(who));
+      if (!entry || entry.operation !== "PUT") beats.delete(who);
+      else if (entry.revision !== b.revision)
+        beats.set(who, {
+          seenAt: Date.now(),
+          revision: entry.revision,
+          info: entry.json<MemberInfo>(),
+        });
+    }
+  };
+
+  const reconcile = async () => {
+    await confirmSilent(Date.now());
+    const now = Date.now();
+    const heartbeats: Heartbeat[] = [];
+    const heard = new Set<string>();
+    for (const [who, b] of beats) {
+      const fresh = who === id || now - b.seenAt <= failoverMs;
+      if (fresh) heard.add(who);
+      heartbeats.push({
+        id: who,
+        at: who === id ? now : b.seenAt,
+        capacity: b.info.capacity,
+        ...(who === id
+          ? leaving
+            ? { leaving: true }
+            : {}
+          : b.info.leaving
+            ? { leaving: true }
+            : {}),
+      });
+    }
+    if (!beats.has(id)) {
+      heartbeats.push({ id, at: now, ...(leaving ? { leaving: true } : {}) });
+      heard.add(id);
+    }
+    const live = liveMembers(heartbeats, now, failoverMs);
+    // A member dead for a while leaves the bucket: the first live member by id removes it.
+    if (live.map((m) => m.id).sort()[0] === id) {
+      for (const [who, b] of beats) {
+        if (who !== id && now - b.seenAt > 4 * failoverMs) {
+          beats.delete(who);
+          await kv.delete(memberKey(who)).catch(() => undefined);
+        }
+      }
+    }
+    const held = new Map<number, string>();
+    for (const [k, h] of holders) held.set(k, h.member);
+    const plan = planLeases(id, partitions, live, held, heard);
+    lastPlan = plan;
+
+    // Partitions someone else took (they judged us dead): stop reading them at once.
+    const lost = [...owned].filter((k) => held.get(k) !== id && held.has(k));
+    if (lost.length > 0) {
+      log.warn(`cluster: partitions ${lost.join(",")} were taken over by another member`);
+      for (const k of lost) owned.delete(k);
+      await options.release(lost);
+    }
+    if (plan.release.length > 0) {
+      await options.release(plan.release);
+      await Promise.all(
+        plan.release.map(async (k) => {
+          owned.delete(k);
+          const h = holders.get(k);
+          await kv.delete(leaseKey(k), h ? { previousSeq: h.revision } : {}).catch(() => undefined);
+        }),
+      );
+      log.info(`cluster: handed over partitions ${plan.release.join(",")}`);
+      await beat();
+    }
+    // A leaving member lets go of everything (the assignment leaves it out) and takes nothing.
+    if (plan.acquire.length > 0 && !leaving) {
+      const taken: number[] = [];
+      let takeover = false;
+      await Promise.all(
+        plan.acquire.map(async (k) => {
+          const value = JSON.stringify({ member: id, since: new Date().toISOString() });
+          const h = holders.get(k);
+          try {
+            if (h) {
+              await kv.update(leaseKey(k), value, h.revision);
+              takeover = true;
+            } else {
+              await kv.create(leaseKey(k), value);
+            }
+            taken.push(k);
+          } catch {
+            // Another member was first, or the holder came back: the watch tells.
+          }
+        }),
+      );
+      if (taken.length > 0) {
+        taken.sort((a, b) => a - b);
+        for (const k of taken) owned.add(k);
+        await options.acquire(taken, takeover);
+        // stop() began while these were opening: they go again with everything else.
+        if (leaving) again = true;
+        log.info(
+          `cluster: took partitions ${taken.join(",")}${takeover ? " (from a member that died)" : ""}`,
+        );
+        await beat();
+      }
+    }
+  };
+
+  // The watch first delivers every current value, then changes. Nothing is planned before the
+  // current values are in (up to the bucket's last revision at start): a member or lease not
+  // yet seen would look absent, and its partitions free.
+  const upTo = (await kv.status()).streamInfo.state.last_seq;
+  const watch: QueuedIterator<KvWatchEntry> = await kv.watch({ key: ">" });
+  let initialized = false;
+  let caughtUp: () => void = () => undefined;
+  const current = new Promise<void>((resolve) => (caughtUp = resolve));
+  if (upTo === 0) caughtUp();
+  const watching = (async () => {
+    for await (const e of watch) {
+      onEntry(e);
+      if (seenRevision >= upTo) caughtUp();
+      if (initialized && e.key !== memberKey(id)) kick();
+    }
+  })();
+  await current;
+  await beat();
+  initialized = true;
+  kick();
+  // The start line says which partitions it took: the first plan is carried out before return,
+  // and partitions others hand over to it are waited for a moment (they drain first).
+  for (let i = 0; i < 40; i++) {
+    while (running) await running;
+    if (!lastPlan || lastPlan.waiting.length === 0) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const timer = setInterval(() => {
+    void beat().catch((err: unknown) =>
+      log.warn(`cluster: heartbeat failed: ${(err as Error).message}`),
+    );
+    kick();
+  }, beatMs);
+
+  return {
+    id,
+    owned: () => [...owned].sort((a, b) => a - b),
+    async leave() {
+      if (stopped) return;
+      leaving = true;
+      await beat().catch(() => undefined);
+      kick();
+      while (running) await running;
+      stopped = true;
+      clearInterval(timer);
+      // Whatever is still held (a failed plan) goes now.
+      const rest = [...owned];
+      if (rest.length > 0) {
+        await options.release(rest);
+        await Promise.all(rest.map((k) => kv.delete(leaseKey(k)).catch(() => undefined)));
+        owned.clear();
+      }
+      await kv.delete(memberKey(id)).catch(() => undefined);
+      watch.stop();
+      await watching.catch(() => undefined);
+    },
+    abandon() {
+      stopped = true;
+      clearInterval(timer);
+      watch.stop();
+    },
+  };
+}
+
+async function checkLayout(kv: KV, partitions: number): Promise<void> {
+  const layout = await kv.get("layout");
+  if (!layout || layout.operation !== "PUT") {
+    try {
+      await kv.create("layout", JSON.stringify({ partitions }));
+      return;
+    } catch {
+      return checkLayout(kv, partitions);
+    }
+  }
+  const stored = layout.json<{ partitions: number }>().partitions;
+  if (stored !== partitions) {
+    throw new Error(
+      `OUTLINE_PARTITIONS is ${partitions} but the cluster runs ${stored} partitions (key 'layout' of its bucket): set OUTLINE_PARTITIONS=${stored}, the N of the server's {{partition(N,1)}} mapping; changing N needs every instance stopped and the mapping changed with it (docs/scale-out.md)`,
+    );
+  }
+}
