@@ -1,217 +1,211 @@
-import { setup } from "xstate";
-import type { SummaryJob } from "../shared/jobs.ts";
+import { not, setup } from "xstate";
+import { lineName } from "../shared/names.ts";
+import { getNode } from "../shared/nodes.ts";
 import type { CoreSettings } from "../shared/settings.ts";
-import {
-  step as stepOf,
-  type Effect,
-  type SnapshotChange,
-  type Step,
-  type ThreadEvent,
-} from "../shared/step.ts";
-import {
-  heldBack,
-  initialThreadState,
-  type AppendOutcome,
-  type ThreadState,
-} from "../shared/thread.ts";
+import { step, type Effect, type ThreadEvent } from "../shared/step.ts";
+import { heldBack, initialThreadState, type ThreadState } from "../shared/thread.ts";
 
-export type { SnapshotChange, ThreadEvent } from "../shared/step.ts";
+export type { Effect, SnapshotChange, ThreadEvent } from "../shared/step.ts";
+
+/** The version of the persisted snapshot this machine writes (see `migrateSnapshot`). */
+export const SNAPSHOT_VERSION = 2;
 
 export interface ThreadInput {
   thread: string;
   settings: CoreSettings;
   /** False for a thread that existed before the system and was never imported. */
   complete?: boolean;
+  /**
+   * The host loads the thread's state (then sends `loaded`) and erases a deleted thread (then
+   * sends `erase.done`). Without a host (tests, tools) both states are passed through at once.
+   */
+  hosted?: boolean;
+  /** Whole messages at which chat events wait in the stream (the `backlog` state). */
+  backlogLimit?: number;
 }
 
 export interface ThreadContext {
+  version: typeof SNAPSHOT_VERSION;
   core: ThreadState;
+  /** The node (line name `id+n`) the next cut or merge batch waits for; null when none waits. */
+  waitingFor: string | null;
+  backlogLimit: number;
+  /** `hosted` in the input. */
+  hosted: boolean;
 }
 
-/** The state that says what the actor is doing now, most pressing first. */
-type Activity = "merging" | "cutting" | "summarizing" | "idle";
+/** What the host tells the machine about its lifecycle, besides the thread's own events. */
+export type HostEvent =
+  /** The stored state is read (none for a new thread); `erasing`: a delete was cut short. */
+  | { type: "loaded"; core?: ThreadState; erasing?: boolean }
+  /** Every purge of a deleted thread is done. */
+  | { type: "erase.done" }
+  /** Idle: the state is stored and the actor leaves memory. */
+  | { type: "passivate" };
 
-function activityOf(core: ThreadState): Activity {
+/** What the actor is doing, most pressing first: the substates of `active`. */
+export type Activity = "merging" | "cutting" | "summarizing" | "idle";
+
+export function activityOf(core: ThreadState): Activity {
   if (core.batch !== null) return "merging";
   if (core.cuts.length > 0) return "cutting";
   if (core.inflight.length > 0 || core.wanted.length > heldBack(core)) return "summarizing";
   return "idle";
 }
 
-/** An effect as the action of the same name, its fields as params. */
-const asAction = (effect: Effect) => ({ type: effect.type, params: effect }) as never;
-
-// The step of the event being taken, computed once for the guards and the action: XState
-// evaluates a transition's guards before its actions, and the target depends on the state after.
-let memo: { context: ThreadContext; event: ThreadEvent; step: Step } | undefined;
-
-function stepFor(context: ThreadContext, event: ThreadEvent): Step {
-  if (memo?.context !== context || memo.event !== event) {
-    memo = { context, event, step: stepOf(context.core, event) };
-  }
-  return memo.step;
+/** The node a merge batch or the first planned cut waits for: its first one not built. */
+export function waitingFor(core: ThreadState): string | null {
+  if (core.batch) return lineName(core.batch.waitingFor);
+  const cut = core.cuts[0];
+  if (!cut) return null;
+  for (let p = core.boundary; p < cut.boundary; p++)
+    if (!getNode(core.nodes, 0, p)) return lineName({ level: 0, index: p });
+  return null;
 }
 
-/**
- * The thread actor: a thin shell over the pure core. It never runs a model call itself: it names
- * the effects (`requestSummary`, `snapshotChanged`, `skipped`, `erased`) and the host provides
- * them with `.provide({ actions })`. Summaries come back as events keyed by (level, index), so a
- * persisted snapshot holds no in-flight promise and no timer.
- */
-const threadSetup = setup({
+// Not Infinity: the context is persisted as JSON.
+const DEFAULT_BACKLOG_LIMIT = Number.MAX_SAFE_INTEGER;
+
+const machineSetup = setup({
   types: {
     context: {} as ThreadContext,
     input: {} as ThreadInput,
-    events: {} as ThreadEvent,
-  },
-  actions: {
-    // Effects, provided by the host. The defaults do nothing so pure transitions can be tested.
-    requestSummary: (_, _params: { job: SummaryJob }) => {},
-    snapshotChanged: (_, _params: SnapshotChange) => {},
-    skipped: (
-      _,
-      _params: {
-        thread: string;
-        outcome: Exclude<AppendOutcome, { type: "applied" }>;
-        messageId: string;
-        seq: number;
-      },
-    ) => {},
-    erased: (_, _params: { thread: string; seq: number }) => {},
+    events: {} as ThreadEvent | HostEvent,
+    emitted: {} as Effect,
   },
   guards: {
-    /** The event leads to this activity state. */
-    leadsTo: ({ context, event }, activity: Activity) =>
-      activityOf(stepFor(context, event).core) === activity,
-    /** The event leads to this activity state and its only effect is snapshotChanged. */
-    plainTo: ({ context, event }, activity: Activity) => {
-      const step = stepFor(context, event);
-      return activityOf(step.core) === activity && isPlain(step);
-    },
-    merging: ({ context }) => activityOf(context.core) === "merging",
-    cutting: ({ context }) => activityOf(context.core) === "cutting",
-    summarizing: ({ context }) => activityOf(context.core) === "summarizing",
+    is: ({ context }, activity: Activity) => activityOf(context.core) === activity,
+    backlogged: ({ context }) => context.core.tail.length >= context.backlogLimit,
+    unhosted: ({ context }) => !context.hosted,
+    erasing: ({ event }) => event.type === "loaded" && event.erasing === true,
+    deletedCore: ({ event }) => event.type === "loaded" && event.core?.deleted === true,
   },
-});
-
-/** Applies the event's step: its new core, then its effects in order. */
-const apply = threadSetup.enqueueActions(({ context, event, enqueue }) => {
-  const step = stepFor(context, event);
-  memo = undefined;
-  if (step.core !== context.core) enqueue.assign({ core: step.core });
-  for (const effect of step.effects) enqueue(asAction(effect));
 });
 
 /**
- * The same for a plain step, whose only effect is snapshotChanged (most messages and summaries):
- * two fixed actions instead of enqueueActions, which builds its `enqueue` helpers per call.
+ * Applies the event through the pure step: the core after it, the node it waits for, and each
+ * effect emitted to the host (`actor.on`), in order.
  */
-const applyCore = threadSetup.assign(({ context, event }) => ({
-  core: stepFor(context, event).core,
-}));
-const changed = {
-  type: "snapshotChanged",
-  // After applyCore: the step's core is the context's now.
-  params: ({ context, event }: { context: ThreadContext; event: ThreadEvent }): SnapshotChange => {
-    const step =
-      memo?.event === event && memo.step.core === context.core
-        ? memo.step
-        : stepOf(context.core, event);
-    memo = undefined;
-    return step.effects[0] as SnapshotChange;
-  },
+const apply = machineSetup.enqueueActions(({ context, event, enqueue }) => {
+  const { core, effects } = step(context.core, event as ThreadEvent);
+  if (core !== context.core) {
+    const waiting = waitingFor(core);
+    enqueue.assign(waiting === context.waitingFor ? { core } : { core, waitingFor: waiting });
+  }
+  for (const effect of effects) enqueue.emit(effect);
+});
+
+const load = machineSetup.assign(({ event }) => {
+  if (event.type !== "loaded" || !event.core) return {};
+  return { core: event.core, waitingFor: waitingFor(event.core) };
+});
+
+/** Eventless moves to the activity the core is in, from the substate `from`. */
+function routeFrom(from: Activity) {
+  return (["merging", "cutting", "summarizing", "idle"] as const)
+    .filter((to) => to !== from)
+    .map((to) => ({ guard: { type: "is", params: to } as const, target: to }));
+}
+
+const threadEvents = {
+  "message.created": { actions: apply },
+  "summary.built": { actions: apply },
+  "summary.failed": { actions: apply },
+  "jobs.resume": { actions: apply },
+  "outbox.published": { actions: apply },
+  "thread.deleted": { target: "#thread.erasing", actions: apply },
 } as const;
-const applyPlain = [applyCore, changed] as const;
-
-function isPlain(step: Step): boolean {
-  return step.effects.length === 1 && step.effects[0]?.type === "snapshotChanged";
-}
 
 /**
- * The transitions of an event that changes the core: straight to the state that says what the
- * actor does after it (one microstep, no transient state), its step applied on the way.
+ * The thread actor: the chart an operator debugs, over the pure step (shared/step.ts). It runs
+ * no I/O: effects (`requestSummary`, `snapshotChanged`, `skipped`, `erased`) are emitted to the
+ * host, and summaries come back as events keyed by (level, index), so a persisted snapshot holds
+ * no promise and no timer.
  */
-const routed = [
-  { guard: { type: "plainTo", params: "merging" }, target: ".merging", actions: applyPlain },
-  { guard: { type: "leadsTo", params: "merging" }, target: ".merging", actions: apply },
-  { guard: { type: "plainTo", params: "cutting" }, target: ".cutting", actions: applyPlain },
-  { guard: { type: "leadsTo", params: "cutting" }, target: ".cutting", actions: apply },
-  {
-    guard: { type: "plainTo", params: "summarizing" },
-    target: ".summarizing",
-    actions: applyPlain,
-  },
-  { guard: { type: "leadsTo", params: "summarizing" }, target: ".summarizing", actions: apply },
-  { guard: { type: "plainTo", params: "idle" }, target: ".idle", actions: applyPlain },
-  { target: ".idle", actions: apply },
-] as const;
-
-/**
- * In an activity state, an event that leads back to it stays without a target: XState then
- * neither exits nor re-enters the state. Any other outcome falls through to the root's `routed`.
- */
-function staying(activity: Activity) {
-  const stay = [
-    { guard: { type: "plainTo", params: activity }, actions: applyPlain },
-    { guard: { type: "leadsTo", params: activity }, actions: apply },
-  ] as const;
-  return {
-    on: {
-      "message.created": stay,
-      "summary.built": stay,
-      "summary.failed": stay,
-      "jobs.resume": stay,
-    },
-  };
-}
-
-export const threadMachine = threadSetup.createMachine({
+export const threadMachine = machineSetup.createMachine({
   id: "thread",
   context: ({ input }) => ({
+    version: SNAPSHOT_VERSION,
     core: initialThreadState(input.thread, input.settings, input.complete ?? true),
+    waitingFor: null,
+    backlogLimit: input.backlogLimit ?? DEFAULT_BACKLOG_LIMIT,
+    hosted: input.hosted === true,
   }),
-  initial: "route",
-  on: {
-    "message.created": routed,
-    "summary.built": routed,
-    "summary.failed": routed,
-    "jobs.resume": routed,
-    // Changes neither the outline nor the jobs, so no snapshotChanged: the host saves after it.
-    "outbox.published": { actions: apply },
-    "thread.deleted": { target: ".deleted", actions: apply },
-  },
+  initial: "loading",
   states: {
-    /**
-     * Transient: picks the state from the core. Only the initial state goes through it (and a
-     * snapshot persisted by an older machine, whose events all went through it).
-     */
-    route: {
-      always: [
-        { guard: "merging", target: "merging" },
-        { guard: "cutting", target: "cutting" },
-        { guard: "summarizing", target: "summarizing" },
-        { target: "idle" },
-      ],
-    },
-    idle: staying("idle"),
-    /** Summaries asked for, none of them blocking a cut yet. */
-    summarizing: staying("summarizing"),
-    /** A cut is decided and waits for its leaving leaves. */
-    cutting: staying("cutting"),
-    /** A merge batch waits for a parent being built. */
-    merging: staying("merging"),
-    /** Erased. Later messages are refused (the host dead-letters them), summaries ignored. */
-    deleted: {
+    /** The host reads the stored state (KV, then the tail from CHAT and texts from HISTORY). */
+    loading: {
+      always: { guard: "unhosted", target: "active" },
       on: {
-        "message.created": { actions: apply },
-        "summary.built": {},
-        "summary.failed": {},
-        "jobs.resume": {},
-        "outbox.published": {},
-        "thread.deleted": {},
+        loaded: [
+          { guard: "erasing", target: "erasing", actions: load },
+          { guard: "deletedCore", target: "deleted", actions: load },
+          { target: "active", actions: load },
+        ],
       },
     },
+    active: {
+      initial: "idle",
+      // Below the substates' routes: a backlog is entered once the activity is settled.
+      always: { guard: "backlogged", target: "backlog" },
+      on: { ...threadEvents, passivate: "passivated" },
+      states: {
+        idle: { always: routeFrom("idle") },
+        /** Summaries asked for, none of them blocking a cut yet. */
+        summarizing: { always: routeFrom("summarizing") },
+        /** A cut is decided and waits for its leaving leaves (`waitingFor`). */
+        cutting: { always: routeFrom("cutting") },
+        /** A merge batch waits for a parent being built (`waitingFor`). */
+        merging: { always: routeFrom("merging") },
+      },
+    },
+    /** So many whole messages wait for summaries that new chat events wait in the stream. */
+    backlog: {
+      always: { guard: not("backlogged"), target: "active" },
+      on: threadEvents,
+    },
+    /** thread.deleted applied: the host purges CHAT, HISTORY, the id index and the snapshot. */
+    erasing: {
+      always: { guard: "unhosted", target: "deleted" },
+      on: { "message.created": { actions: apply }, "erase.done": "deleted" },
+    },
+    /** Erased. Later messages are refused (the host dead-letters them), summaries ignored. */
+    deleted: {
+      on: { "message.created": { actions: apply }, passivate: "passivated" },
+    },
+    /** Stored and out of memory; the next event loads it again. */
+    passivated: { type: "final" },
   },
 });
 
 export type ThreadMachine = typeof threadMachine;
+
+/** A persisted snapshot of any version: XState's fields, and a context holding at least the core. */
+export interface PersistedThreadSnapshot {
+  value?: unknown;
+  context: { core: ThreadState; version?: number } & Partial<ThreadContext>;
+  [key: string]: unknown;
+}
+
+/**
+ * A persisted snapshot as this machine restores it. Version 1 (no `version`, before issue 14)
+ * had flat states (`idle`, `summarizing`, `cutting`, `merging`, `deleted`, the transient
+ * `route`) and only the core in its context.
+ */
+export function migrateSnapshot(
+  persisted: PersistedThreadSnapshot,
+  backlogLimit = DEFAULT_BACKLOG_LIMIT,
+): PersistedThreadSnapshot {
+  const context = persisted.context;
+  if (context.version === SNAPSHOT_VERSION) return persisted;
+  const core = context.core;
+  const value = core.deleted ? "deleted" : { active: activityOf(core) };
+  const migrated: ThreadContext = {
+    version: SNAPSHOT_VERSION,
+    core,
+    waitingFor: waitingFor(core),
+    backlogLimit,
+    hosted: false,
+  };
+  return { ...persisted, value, context: migrated };
+}

@@ -145,7 +145,7 @@ describe("the actor feed", () => {
     const report = (await explorer.states(["feed-w"], { transitions: true, ...ANSWERED })).get(
       "feed-w",
     );
-    expect(report?.state).toBe("idle");
-    expect(report?.transitions?.at(-1)).toMatchObject({ to: "idle", count: 30 });
+    expect(report?.state).toBe("active.idle");
+    expect(report?.transitions?.at(-1)).toMatchObject({ to: "active.idle", count: 30 });
   });
 });

@@ -3,6 +3,7 @@ import { createActor, getNextSnapshot, type SnapshotFrom } from "xstate";
 import type { SummaryJob } from "../shared/jobs.ts";
 import { toSnapshot } from "../shared/snapshot.ts";
 import type { CoreSettings } from "../shared/settings.ts";
+import { stateName } from "../machines/state-name.ts";
 import { threadMachine, type ThreadEvent } from "../machines/thread.ts";
 import { fakeSummary, makeMessage } from "./support/conversation.ts";
 
@@ -19,13 +20,9 @@ const text = (i: number) => `message ${i}: ` + "lorem ipsum dolor ".repeat(1 + (
 function recordingActor(snapshot?: SnapshotFrom<typeof threadMachine>) {
   const jobs: SummaryJob[] = [];
   const changes: number[] = [];
-  const machine = threadMachine.provide({
-    actions: {
-      requestSummary: (_, { job }) => void jobs.push(job),
-      snapshotChanged: (_, change) => void changes.push(change.count),
-    },
-  });
-  const actor = createActor(machine, snapshot ? { snapshot, input } : { input });
+  const actor = createActor(threadMachine, snapshot ? { snapshot, input } : { input });
+  actor.on("requestSummary", ({ job }) => void jobs.push(job));
+  actor.on("snapshotChanged", (change) => void changes.push(change.count));
   actor.start();
   return { actor, jobs, changes };
 }
@@ -37,10 +34,10 @@ function answer(actor: ReturnType<typeof recordingActor>["actor"], job: SummaryJ
 describe("thread machine", () => {
   it("transitions are pure: idle → summarizing → cutting, without running effects", () => {
     let snap = threadMachine.resolveState({
-      value: "idle",
+      value: { active: "idle" },
       context: createActor(threadMachine, { input }).getSnapshot().context,
     });
-    expect(snap.value).toBe("idle");
+    expect(stateName(snap.value)).toBe("active.idle");
     const states = new Set<string>();
     for (let i = 0; i < 20; i++) {
       // Long messages: never free, so only answers could move the outline.
@@ -51,10 +48,10 @@ describe("thread machine", () => {
         seq: i + 1,
       };
       snap = getNextSnapshot(threadMachine, snap, event);
-      states.add(String(snap.value));
+      states.add(stateName(snap.value));
     }
-    expect(states).toContain("summarizing");
-    expect(states).toContain("cutting");
+    expect(states).toContain("active.summarizing");
+    expect(states).toContain("active.cutting");
     expect(snap.context.core.count).toBe(20);
     // Jobs were handed out (inflight) but nobody answered: the outline has not moved.
     expect(snap.context.core.inflight.length).toBe(settings.concurrency);
@@ -75,7 +72,7 @@ describe("thread machine", () => {
     while (answered < jobs.length) answer(actor, jobs[answered++] as SummaryJob);
     const core = actor.getSnapshot().context.core;
     expect(core.boundary).toBeGreaterThan(0);
-    expect(actor.getSnapshot().value).toBe("idle");
+    expect(stateName(actor.getSnapshot().value)).toBe("active.idle");
     expect(changes.at(-1)).toBe(40);
     // A late duplicate answer is ignored.
     const before = actor.getSnapshot().context.core;
@@ -130,12 +127,9 @@ describe("thread machine", () => {
 
   it("a redelivered message (same sequence) and a repeated id are applied once and reported", () => {
     const skipped: string[] = [];
-    const actor = createActor(
-      threadMachine.provide({
-        actions: { skipped: (_, { outcome }) => void skipped.push(outcome.type) },
-      }),
-      { input },
-    ).start();
+    const actor = createActor(threadMachine, { input });
+    actor.on("skipped", ({ outcome }) => void skipped.push(outcome.type));
+    actor.start();
     const m = makeMessage("m1", 0, "hello");
     actor.send({ type: "message.created", message: m, seq: 1 });
     actor.send({ type: "message.created", message: m, seq: 1 });
@@ -147,15 +141,10 @@ describe("thread machine", () => {
   it("thread.deleted erases everything and refuses later messages", () => {
     const erased: string[] = [];
     const skipped: string[] = [];
-    const actor = createActor(
-      threadMachine.provide({
-        actions: {
-          erased: (_, { thread }) => void erased.push(thread),
-          skipped: (_, { outcome }) => void skipped.push(outcome.type),
-        },
-      }),
-      { input },
-    ).start();
+    const actor = createActor(threadMachine, { input });
+    actor.on("erased", ({ thread }) => void erased.push(thread));
+    actor.on("skipped", ({ outcome }) => void skipped.push(outcome.type));
+    actor.start();
     for (let i = 0; i < 10; i++)
       actor.send({ type: "message.created", message: makeMessage("m1", i, text(i)), seq: i + 1 });
     actor.send({ type: "thread.deleted", at: "2026-01-02T00:00:00Z", seq: 11 });
@@ -171,19 +160,14 @@ describe("thread machine", () => {
   it("every change reports the state after its event, after the summaries it asks for (plain steps and the rest alike)", () => {
     const seen: string[] = [];
     const jobs: SummaryJob[] = [];
-    const actor = createActor(
-      threadMachine.provide({
-        actions: {
-          requestSummary: (_, { job }) => {
-            jobs.push(job);
-            seen.push(`job ${job.name}`);
-          },
-          snapshotChanged: (_, c) => void seen.push(`changed ${c.seq} ${c.count} ${c.boundary}`),
-          skipped: (_, { outcome }) => void seen.push(`skipped ${outcome.type}`),
-        },
-      }),
-      { input },
-    ).start();
+    const actor = createActor(threadMachine, { input });
+    actor.on("requestSummary", ({ job }) => {
+      jobs.push(job);
+      seen.push(`job ${job.name}`);
+    });
+    actor.on("snapshotChanged", (c) => void seen.push(`changed ${c.seq} ${c.count} ${c.boundary}`));
+    actor.on("skipped", ({ outcome }) => void seen.push(`skipped ${outcome.type}`));
+    actor.start();
     let plain = 0;
     for (let i = 0; i < 60; i++) {
       seen.length = 0;

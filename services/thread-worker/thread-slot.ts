@@ -1,19 +1,15 @@
 import type { JsMsg } from "@nats-io/jetstream";
-import { createActor, type Actor, type Snapshot } from "xstate";
+import { createActor, type Actor } from "xstate";
 import { InvariantError } from "../../shared/errors.ts";
 import type { Message } from "../../shared/events.ts";
 import { claimId, type IdClaim } from "../../shared/message-ids.ts";
 import type { SummaryJob } from "../../shared/jobs.ts";
 import type { NodeRef } from "../../shared/names.ts";
 import { toSnapshot } from "../../shared/snapshot.ts";
-import type { CoreSettings } from "../../shared/settings.ts";
-import {
-  findBuilt,
-  initialThreadState,
-  type AppendOutcome,
-  type ThreadState,
-} from "../../shared/thread.ts";
+import { findBuilt, type ThreadState } from "../../shared/thread.ts";
+import { stateName } from "../../machines/state-name.ts";
 import { threadMachine, type ThreadMachine } from "../../machines/thread.ts";
+import type { Effect } from "../../shared/step.ts";
 import { publishDeadLetter } from "../nats/dead-letter.ts";
 import { eraseSubject } from "../nats/erase.ts";
 import type { ChatEventKind } from "../nats/subjects.ts";
@@ -58,63 +54,14 @@ interface ChatEntry {
 /** The label of an applied message, made once rather than per message. */
 const MESSAGE_EVENT = { kind: "message" } as const;
 
-type Step = ChatEntry | Exclude<Item, { kind: "chat" }>;
+/** What a burst applies: chat entries (delivered or read for a gap) and summaries' results. */
+type BurstItem = ChatEntry | Exclude<Item, { kind: "chat" }>;
 
-type Skip = {
-  outcome: Exclude<AppendOutcome, { type: "applied" }>;
-  messageId: string;
-  seq: number;
-};
+type Skipped = Extract<Effect, { type: "skipped" }>;
 
 /** No message has left the tail and the thread was weighed from its first: the tail is all of it. */
 function isTailComplete(core: ThreadState): boolean {
   return core.complete && core.boundary === 0 && !core.deleted;
-}
-
-/** Which slot hosts an actor: the machine's effects reach their slot through it. */
-const slotOfActor = new WeakMap<object, ThreadSlot>();
-let hosted: ThreadMachine | undefined;
-
-/**
- * The thread machine with the host's effects, built once and shared by every slot: XState
- * memoises transitions per machine, so one machine per slot paid that on every thread's events.
- * Each effect goes to the slot of the actor that raised it (`self`).
- */
-function hostedMachine(): ThreadMachine {
-  hosted ??= threadMachine.provide({
-    actions: {
-      requestSummary: ({ self }, { job }) =>
-        slotOfActor.get(self)?.effect({ kind: "requested", job }),
-      snapshotChanged: ({ self }) => slotOfActor.get(self)?.effect({ kind: "changed" }),
-      skipped: ({ self }, { outcome, messageId, seq }) =>
-        slotOfActor.get(self)?.effect({ kind: "skipped", skip: { outcome, messageId, seq } }),
-      erased: ({ self }, { seq }) => slotOfActor.get(self)?.effect({ kind: "erased", seq }),
-    },
-  });
-  return hosted;
-}
-
-/** XState's part of a new actor's persisted snapshot (JSON), per settings. */
-const freshShells = new WeakMap<CoreSettings, string>();
-
-/**
- * The persisted snapshot a new thread's actor starts from: the machine's initial snapshot, its
- * XState part worked out once, with the thread's own initial context (the one the machine's
- * `context` makes from the same input). Restoring it costs a third of what XState's initial
- * transition costs, paid by every thread a worker meets for the first time.
- */
-export function freshSnapshot(thread: string, settings: CoreSettings): PersistedActor {
-  let shell = freshShells.get(settings);
-  if (shell === undefined) {
-    const initial = createActor(hostedMachine(), { input: { thread, settings } });
-    const persisted = initial.getPersistedSnapshot() as unknown as PersistedActor;
-    shell = JSON.stringify({ ...persisted, context: NO_CONTEXT });
-    freshShells.set(settings, shell);
-  }
-  // Parsed per actor: no two actors share an object of their snapshot.
-  const fresh = JSON.parse(shell) as PersistedActor;
-  fresh.context = { core: initialThreadState(thread, settings) };
-  return fresh;
 }
 
 /**
@@ -134,7 +81,7 @@ export function persistedSnapshotOf(
   if (
     !key ||
     key.status !== snapshot.status ||
-    key.value !== snapshot.value ||
+    key.value !== stateName(snapshot.value) ||
     key.historyValue !== snapshot.historyValue ||
     key.children !== snapshot.children ||
     key.output !== snapshot.output ||
@@ -144,7 +91,9 @@ export function persistedSnapshotOf(
       ...snapshot,
       context: NO_CONTEXT,
     } as unknown as typeof snapshot) as unknown as PersistedActor;
-    const { status, value, historyValue, children, output, error } = snapshot;
+    const { status, historyValue, children, output, error } = snapshot;
+    // By name: XState makes a new object for a nested state value at every transition.
+    const value = stateName(snapshot.value);
     cache.key = { status, value, historyValue, children, output, error };
   }
   // A copy in the shell's key order, the context in its place.
@@ -162,12 +111,6 @@ export interface ShellKey {
   error: unknown;
 }
 
-type Effect =
-  | { kind: "requested"; job: SummaryJob }
-  | { kind: "changed" }
-  | { kind: "skipped"; skip: Skip }
-  | { kind: "erased"; seq: number };
-
 export type SlotEnd = "passivated" | "drained" | "lost" | "failed" | "abandoned";
 
 /**
@@ -183,6 +126,8 @@ export class ThreadSlot {
   /** Aborted when the slot is abandoned: every retry loop and wait stops at once. */
   readonly #abort = new AbortController();
   #actor: Actor<ThreadMachine> | undefined;
+  /** The stored state is in the actor (it left `loading`). */
+  #loaded = false;
   /** Made on the first summary asked for: most threads of a busy platform never ask for one. */
   #jobs: SummaryJobs | undefined;
   /** Set when the slot passivates with refused nodes waiting: when to try the first again. */
@@ -219,7 +164,7 @@ export class ThreadSlot {
 
   // Set by the machine's effects while an event is applied; read right after.
   #requested: SummaryJob[] = [];
-  #skips: Skip[] = [];
+  #skips: Skipped[] = [];
   #erasedAt: number | undefined;
   #changed = false;
   /** The state differs from the stored record. */
@@ -246,13 +191,13 @@ export class ThreadSlot {
     this.#joined = ctx.deliveries.current;
   }
 
-  /** An effect of the machine while an event is applied (see hostedMachine); read right after. */
-  effect(effect: Effect): void {
-    if (effect.kind === "requested") this.#requested.push(effect.job);
-    else if (effect.kind === "changed") this.#changed = true;
-    else if (effect.kind === "skipped") this.#skips.push(effect.skip);
+  /** An effect the machine emits while an event is applied; read right after `send`. */
+  readonly #onEffect = (effect: Effect): void => {
+    if (effect.type === "requestSummary") this.#requested.push(effect.job);
+    else if (effect.type === "snapshotChanged") this.#changed = true;
+    else if (effect.type === "skipped") this.#skips.push(effect);
     else this.#erasedAt = effect.seq;
-  }
+  };
 
   get ended(): SlotEnd | undefined {
     return this.#ended;
@@ -260,7 +205,7 @@ export class ThreadSlot {
 
   /** The thread's state, for tests and tools; undefined before the actor is loaded. */
   get core(): ThreadState | undefined {
-    return this.#actor?.getSnapshot().context.core;
+    return this.#loaded ? this.#actor?.getSnapshot().context.core : undefined;
   }
 
   /**
@@ -349,7 +294,7 @@ export class ThreadSlot {
   }
 
   async #loop(): Promise<void> {
-    if (!this.#actor) await this.#load();
+    if (!this.#loaded) await this.#load();
     while (!this.#ended) {
       const items = this.#queue.length > 0 ? this.#nextItems() : [];
       if (items.length > 0) {
@@ -396,8 +341,7 @@ export class ThreadSlot {
 
   /** Too many whole messages wait for summaries: new chat events must wait in the stream. */
   #backlogged(): boolean {
-    const core = this.#actor?.getSnapshot().context.core;
-    return core !== undefined && core.tail.length >= this.#ctx.backlogLimit;
+    return this.#actor?.getSnapshot().value === "backlog";
   }
 
   /** The queue holds only chat events that the backlog keeps waiting. */
@@ -465,6 +409,8 @@ export class ThreadSlot {
     this.#ctx.deliveries.released(dropped);
     clearTimeout(this.#snapshotTimer);
     clearTimeout(this.#saveTimer);
+    // Shown in the chart: the state is stored and the actor leaves memory.
+    if (end === "passivated") this.#actor?.send({ type: "passivate" });
     this.#actor?.stop();
     this.#onEnd(this, end);
   }
@@ -533,7 +479,7 @@ export class ThreadSlot {
   }
 
   async #finalWrites(): Promise<void> {
-    if (!this.#actor) return;
+    if (!this.#loaded) return;
     clearTimeout(this.#snapshotTimer);
     this.#snapshotTimer = undefined;
     clearTimeout(this.#saveTimer);
@@ -555,9 +501,10 @@ export class ThreadSlot {
     });
   }
 
-  /** Creates the actor, rehydrated from its persisted state when there is one. */
+  /** Creates the actor (`loading`) and gives it the persisted state when there is one. */
   async #load(): Promise<void> {
     const { buckets, jsm, names } = this.#ctx;
+    this.#actor ??= this.#createActor();
     const entry = await this.#retry("read actor state", () => buckets.actors.get(this.thread));
     let snapshot: PersistedActor | undefined;
     if (entry?.operation === "PUT") {
@@ -579,15 +526,14 @@ export class ThreadSlot {
       : null;
     this.#snapshotRevision = shown?.revision ?? 0;
     this.#checkAlive();
-    this.#actor = createActor(hostedMachine(), {
-      input: { thread: this.thread, settings: this.#ctx.settings },
-      // A record this worker wrote from getPersistedSnapshot(), tail texts put back.
-      snapshot: (snapshot ??
-        freshSnapshot(this.thread, this.#ctx.settings)) as unknown as Snapshot<unknown>,
-      ...(this.#ctx.inspect ? { inspect: this.#ctx.inspect } : {}),
-    });
-    slotOfActor.set(this.#actor, this);
-    this.#actor.start();
+    // A record this worker wrote from getPersistedSnapshot(), of any snapshot version: only its
+    // core is taken (the chart's state follows from it).
+    this.#actor.send(
+      snapshot
+        ? { type: "loaded", core: snapshot.context.core, erasing: this.#erasing }
+        : { type: "loaded" },
+    );
+    this.#loaded = true;
     if (!snapshot) {
       // A thread is listed only once a state of it with work outstanding is stored (#save), so a
       // thread with no entry at all is not listed: no request for each new thread. One woken from
@@ -619,11 +565,25 @@ export class ThreadSlot {
     this.#snapshotDue = true;
   }
 
+  #createActor(): Actor<ThreadMachine> {
+    const actor = createActor(threadMachine, {
+      input: {
+        thread: this.thread,
+        settings: this.#ctx.settings,
+        hosted: true,
+        backlogLimit: this.#ctx.backlogLimit,
+      },
+      ...(this.#ctx.inspect ? { inspect: this.#ctx.inspect } : {}),
+    });
+    actor.on("*", this.#onEffect);
+    return actor.start();
+  }
+
   // -------------------------------------------------------------------------------------------
   // Applying a burst
 
   #state(): ThreadState {
-    if (!this.#actor) {
+    if (!this.#actor || !this.#loaded) {
       throw new InvariantError("NOT_LOADED", `thread '${this.thread}' has no actor yet`);
     }
     return this.#actor.getSnapshot().context.core;
@@ -655,7 +615,7 @@ export class ThreadSlot {
 
   async #burst(items: Item[]): Promise<void> {
     const statsBefore = this.#state().stats;
-    const steps: Step[] = [];
+    const steps: BurstItem[] = [];
     const deleted = this.#state().deleted;
     let cursor = this.#seen;
     // Acknowledged by the save that stores their effect (or at once if they have none); listed
@@ -813,7 +773,7 @@ export class ThreadSlot {
   }
 
   /** Claims the message ids of the burst's new messages in the id index, in parallel. */
-  #claimIds(steps: Step[]): Map<number, IdClaim> | Promise<Map<number, IdClaim>> {
+  #claimIds(steps: BurstItem[]): Map<number, IdClaim> | Promise<Map<number, IdClaim>> {
     const claims = new Map<number, IdClaim>();
     const core = this.#state();
     if (core.deleted) return claims;
@@ -942,7 +902,7 @@ export class ThreadSlot {
     else this.#ctx.metrics.add(METRIC.duplicates, 1, { why: "id" });
   }
 
-  async #recordSkips(entry: ChatEntry, skips: Skip[]): Promise<void> {
+  async #recordSkips(entry: ChatEntry, skips: Skipped[]): Promise<void> {
     for (const { outcome } of skips) {
       if (outcome.type !== "duplicate") await this.#deadLetter(entry, outcome.reason);
       else if (outcome.firstSeq === undefined)
@@ -1120,7 +1080,7 @@ export class ThreadSlot {
     this.#snapshotRevision = 0;
     this.#erasing = false;
     this.#erasedAt = undefined;
-    this.#dirty = true;
+    this.#send({ type: "erase.done" });
   }
 
   /** Purges the thread's CHAT events handled so far (dead-lettered ones keep their bytes in DEAD). */

@@ -1,5 +1,9 @@
 import { createActor, type Snapshot } from "xstate";
-import { threadMachine } from "../../machines/thread.ts";
+import {
+  migrateSnapshot,
+  threadMachine,
+  type PersistedThreadSnapshot,
+} from "../../machines/thread.ts";
 import type { Message } from "../../shared/events.ts";
 import type { SummaryJob } from "../../shared/jobs.ts";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
@@ -40,16 +44,23 @@ export const fixtureText = (i: number) =>
  * Restores `persisted`, resumes its jobs, then appends 40 more messages, answering every job as
  * it comes: the thread any version of the machine must reach from the same record.
  */
-export function continueRun(persisted: PersistedActor, thread: string): ThreadState {
+export function continueRun(
+  persisted: PersistedActor,
+  thread: string,
+  via: "snapshot" | "loaded" = "snapshot",
+): ThreadState {
   const jobs: SummaryJob[] = [];
-  const machine = threadMachine.provide({
-    actions: { requestSummary: (_, { job }) => void jobs.push(job) },
-  });
-  const actor = createActor(machine, {
-    input: { thread, settings: fixtureSettings },
-    snapshot: JSON.parse(JSON.stringify(persisted)) as Snapshot<unknown>,
-  });
+  const copy = JSON.parse(JSON.stringify(persisted)) as PersistedThreadSnapshot;
+  const actor =
+    via === "snapshot"
+      ? createActor(threadMachine, {
+          input: { thread, settings: fixtureSettings },
+          snapshot: migrateSnapshot(copy) as unknown as Snapshot<unknown>,
+        })
+      : createActor(threadMachine, { input: { thread, settings: fixtureSettings, hosted: true } });
+  actor.on("requestSummary", ({ job }) => void jobs.push(job));
   actor.start();
+  if (via === "loaded") actor.send({ type: "loaded", core: copy.context.core });
   const drain = () => {
     while (jobs.length > 0) {
       const job = jobs.shift() as SummaryJob;

@@ -1,33 +1,34 @@
 /**
  * Captures persisted thread-actor records from the machine as it is, for the upgrade test
- * (test/actor-upgrade.unit.test.ts): `npx tsx test/support/capture-actor-snapshots.ts`. Run once
- * per persisted format; the fixtures stay as they were saved by that code.
+ * (test/actor-upgrade.unit.test.ts): `npx tsx test/support/capture-actor-snapshots.ts` writes
+ * them for the current SNAPSHOT_VERSION. Run once per version; each version's fixtures stay as
+ * that code saved them (v1: this script at b02edb7, before the machine became a chart).
  */
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { createActor } from "xstate";
-import { threadMachine } from "../../machines/thread.ts";
+import { SNAPSHOT_VERSION, threadMachine } from "../../machines/thread.ts";
+import { stateName } from "../../machines/state-name.ts";
 import type { SummaryJob } from "../../shared/jobs.ts";
 import { toSnapshot } from "../../shared/snapshot.ts";
 import { toPersisted, type PersistedActor } from "../../services/thread-worker/actor-store.ts";
 import { continueRun, fixtureSettings, fixtureText, type ActorFixture } from "./actor-fixture.ts";
 import { fakeSummary, makeMessage } from "./conversation.ts";
 
-const out = new URL("../fixtures/actor-snapshots/", import.meta.url);
+const out = new URL(`../fixtures/actor-snapshots/v${SNAPSHOT_VERSION}/`, import.meta.url);
+mkdirSync(out, { recursive: true });
 
 function capture(
   name: string,
   drive: (send: Send, jobs: SummaryJob[], value: () => string) => void,
 ): void {
   const jobs: SummaryJob[] = [];
-  const machine = threadMachine.provide({
-    actions: { requestSummary: (_, { job }) => void jobs.push(job) },
-  });
-  const actor = createActor(machine, { input: { thread: name, settings: fixtureSettings } });
+  const actor = createActor(threadMachine, { input: { thread: name, settings: fixtureSettings } });
+  actor.on("requestSummary", ({ job }) => void jobs.push(job));
   actor.start();
   drive(
     (event) => actor.send(event),
     jobs,
-    () => String(actor.getSnapshot().value),
+    () => stateName(actor.getSnapshot().value),
   );
   const persisted = actor.getPersistedSnapshot() as unknown as PersistedActor;
   const core = persisted.context.core;
@@ -37,12 +38,12 @@ function capture(
     false,
     JSON.parse(JSON.stringify(persisted)) as PersistedActor,
   );
-  const value = String(actor.getSnapshot().value);
+  const value = stateName(actor.getSnapshot().value);
   actor.stop();
   // What the machine of today makes of the restored record: resumed, answered, fed more.
   const after = continueRun(persisted, name);
   const fixture: ActorFixture = {
-    captured: { by: "machines/thread.ts before issue 14", value },
+    captured: { by: `machines/thread.ts, snapshot version ${SNAPSHOT_VERSION}`, value },
     record,
     messages: core.tail.map((e) => e.message),
     texts: Object.fromEntries(
@@ -77,14 +78,14 @@ capture("idle", (send, jobs) => {
   while (jobs.length > 0) send(answer(jobs.shift() as SummaryJob));
 });
 capture("summarizing", (send, _jobs, value) => {
-  for (let i = 0; value() !== "summarizing"; i++) send(message("summarizing", i));
+  for (let i = 0; value() !== "active.summarizing"; i++) send(message("summarizing", i));
 });
 capture("cutting", (send) => {
   for (let i = 0; i < 14; i++) send(message("cutting", i));
 });
 capture("merging", (send, jobs, value) => {
   // Every job answered but the newest merge: a batch then waits for a parent being built.
-  for (let i = 0; value() !== "merging" && i < 2000; i++) {
+  for (let i = 0; value() !== "active.merging" && i < 2000; i++) {
     send(message("merging", i));
     for (;;) {
       const next = jobs.findIndex((j, k) => j.level === 0 || k < jobs.length - 1);
