@@ -87,6 +87,17 @@ describe("summarise ahead and free nodes", () => {
     expect(s.wanted).toEqual([{ level: 0, index: 2 }]);
   });
 
+  it("an empty or blank text is a message like any other: applied, its leaf `from: ` and free", () => {
+    let s = initialThreadState("quiet", { ...settings, tail: [5, 1000] });
+    s = append(s, { ...makeMessage("quiet", 0, ""), from: "ana" });
+    s = append(s, { ...makeMessage("quiet", 1, "  \n "), from: "bo" });
+    s = append(s, makeMessage("quiet", 2, "a word after the silence"));
+    expect(s.count).toBe(3);
+    expect(s.stats).toMatchObject({ leafJobs: 0 });
+    const leaves = [...s.outbox].filter((n) => n.level === 0).map((n) => n.text);
+    expect(leaves.slice(0, 2)).toEqual(["ana: ", "bo: "]);
+  });
+
   it("a leaf is due once the tail from it to the end costs more than tail[0], in position order", () => {
     let s = initialThreadState("due", { ...settings, tail: [100, 1000] });
     const big = "y".repeat(2000); // ~500 tokens: never free, always due after one more

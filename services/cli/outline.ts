@@ -1,3 +1,4 @@
+import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import { parse } from "./args.ts";
 import type { Command } from "./command.ts";
 import { withSession } from "./session.ts";
@@ -7,7 +8,15 @@ const USAGE = `usage: outline outline <thread> [--json]
 Prints a thread's outline snapshot: one row per line with its level, name id+n, size in bytes,
 the time of its newest message and its text; then the tail.
 
-  --json   the snapshot as stored (SPEC §8)`;
+  --json   the snapshot as stored (README.md, "The contract")`;
+
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
+
+/** The first line: what the thread holds, where the outline ends and the tail begins. */
+export function header(s: OutlineSnapshot): string {
+  const covers = s.boundary > 0 ? `covers messages 0–${s.boundary - 1}` : "covers none yet";
+  return `thread ${s.thread}: ${count(s.count, "message")}; outline ${count(s.lines.length, "line")}, ${count(s.bytes, "byte")}, ${covers}; tail ${s.tail.length} whole; cut at ${s.cutAt ?? "never"}; seq ${s.seq}`;
+}
 
 export const outline: Command = {
   name: "outline",
@@ -21,9 +30,7 @@ export const outline: Command = {
         out.line(JSON.stringify(s, null, 2));
         return 0;
       }
-      out.line(
-        `thread ${s.thread}: ${s.count} messages; outline ${s.lines.length} lines, ${s.bytes} bytes, covers 0–${s.boundary - 1}; tail ${s.tail.length} whole; cut at ${s.cutAt ?? "never"}; seq ${s.seq}`,
-      );
+      out.line(header(s));
       const held = s.pending?.held ?? 0;
       if (s.pending && (s.pending.jobs > 0 || s.pending.cuts > 0 || held > 0)) {
         out.line(

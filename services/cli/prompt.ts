@@ -5,7 +5,7 @@ import { withSession } from "./session.ts";
 
 const USAGE = `usage: outline prompt <thread> [--agent NAME] [--from ISO-TIME] [--format openai|anthropic] [--json]
 
-Prints the prompt an agent would be sent (SPEC §5): the outline message, then the whole messages.
+Prints the prompt an agent would be sent (README.md, "How it flows"): the outline message, then the whole messages.
 
   --agent NAME    whose messages are 'assistant' (others are 'user', prefixed with the author)
   --from TIME     leave out lines and messages older than this ISO-8601 time

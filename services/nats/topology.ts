@@ -81,7 +81,7 @@ function plans(names: InfraNames, replicas: number, deletesOneByOne: boolean): P
       config: {
         ...keepAll,
         name: names.chatStream,
-        description: "Chat events in: message.created and thread.deleted per thread (SPEC §7)",
+        description: "Chat events in: message.created and thread.deleted per thread (README.md, The contract)",
         subjects: [...s.chatStreamSubjects],
         allow_direct: true,
       },
@@ -225,7 +225,7 @@ async function ensureBucket(
     history: 1,
     storage: StorageType.File,
     replicas,
-    description: "Latest outline snapshot per thread (SPEC §8)",
+    description: "Latest outline snapshot per thread (README.md, The contract)",
   });
 }
 

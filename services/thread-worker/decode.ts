@@ -31,7 +31,7 @@ function parserProblem(err: unknown): string {
  * token and an unknown event type are named as such (a stream wider than ours may capture both).
  */
 export function chatSubjectProblem(prefix: string, subject: string): string {
-  const usage = `publish on ${prefix}.<thread>.message.created or ${prefix}.<thread>.thread.deleted (SPEC §7)`;
+  const usage = `publish on ${prefix}.<thread>.message.created or ${prefix}.<thread>.thread.deleted (README.md, "The contract")`;
   const rest = subject.startsWith(`${prefix}.`) ? subject.slice(prefix.length + 1) : undefined;
   const parts = rest?.split(".");
   if (parts?.length === 3) {
@@ -90,7 +90,7 @@ export function decodeChatBody(
     body = JSON.parse(utf8.decode(data));
   } catch (err) {
     return invalid(
-      `${kind} body is not UTF-8 JSON (${parserProblem(err)}); publish one JSON object as in SPEC §7`,
+      `${kind} body is not UTF-8 JSON (${parserProblem(err)}); publish one JSON object as README.md, "The contract", describes`,
     );
   }
   if (kind === "message.created") {
@@ -104,7 +104,7 @@ export function decodeChatBody(
   const result = schema.safeParse(body);
   if (!result.success) {
     return invalid(
-      `${kind} body does not match the contract (SPEC §7): ${describeIssues(result.error)}`,
+      `${kind} body does not match the contract (README.md, "The contract"): ${describeIssues(result.error)}`,
     );
   }
   if (result.data.thread !== thread) {
