@@ -19,6 +19,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   fidelity: async () => (await import("./fidelity.ts")).run,
   cost: async () => (await import("./cost.ts")).run,
   e2e: async () => (await import("./e2e.ts")).run,
+  instances: async () => (await import("./instances.ts")).run,
   replay: async () => (await import("./replay.ts")).run,
   prompt: async () => (await import("./prompt.ts")).run,
   scale: async () => (await import("./scale.ts")).run,

@@ -1,4 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { findBinary } from "../services/start/processes.ts";
 
@@ -58,7 +59,10 @@ describe.skipIf(compose === undefined)("docker-compose.yml", () => {
 
   it("passes a setting from the environment to every service", () => {
     const text = config({ HISTORY_TAIL: "200,400" });
-    expect(text.match(/HISTORY_TAIL: 200,400/g)).toHaveLength(3);
+    // docker-compose v1 lists the services of every profile: each of ours gets it.
+    const ours = (text.match(/SERVICE: /g) ?? []).length;
+    expect(ours).toBeGreaterThanOrEqual(3);
+    expect(text.match(/HISTORY_TAIL: 200,400/g)).toHaveLength(ours);
   });
 
   it("runs the search service in the search profile, its index in a volume", () => {
@@ -70,9 +74,40 @@ describe.skipIf(compose === undefined)("docker-compose.yml", () => {
     expect(search).toMatch(/profiles:\n\s+- search/);
   });
 
+  it("runs 3 NATS nodes, 2 partitioned workers and 2 prompt-builders in the cluster profile", () => {
+    const text = config({}, "cluster");
+    for (const n of [1, 2, 3]) expect(text).toContain(`  cluster-nats-${n}:`);
+    expect(
+      text.match(
+        /nats:\/\/cluster-nats-1:6222,nats:\/\/cluster-nats-2:6222,nats:\/\/cluster-nats-3:6222/g,
+      ),
+    ).toHaveLength(3);
+    expect(text).toContain("/etc/nats/cluster.conf");
+    for (const name of [
+      "cluster-worker-1",
+      "cluster-worker-2",
+      "cluster-builder-1",
+      "cluster-builder-2",
+    ])
+      expect(text).toContain(`  ${name}:`);
+    expect(
+      text.match(
+        /NATS_URL: nats:\/\/cluster-nats-1:4222,nats:\/\/cluster-nats-2:4222,nats:\/\/cluster-nats-3:4222/g,
+      ),
+    ).toHaveLength(4);
+    expect(text.match(setting("OUTLINE_PARTITIONS", "32"))).not.toBeNull();
+    expect(text.match(/OUTLINE_PARTITIONS: ['"]?32/g)).toHaveLength(4);
+    expect(text.match(/OUTLINE_REPLICAS: ['"]?3/g)).toHaveLength(4);
+    // The mapping's N is the instances' OUTLINE_PARTITIONS.
+    expect(readFileSync("nats/cluster.conf", "utf8")).toContain("{{partition(32,1)}}");
+  });
+
   it("passes OUTLINE_API_TOKEN to the prompt-builder (it listens on 0.0.0.0) and the worker's timings to the worker", () => {
     const text = config({ OUTLINE_API_TOKEN: "t".repeat(32), OUTLINE_IDLE_MS: "5000" });
-    expect(text.match(/OUTLINE_API_TOKEN: t{32}/g)).toHaveLength(1);
+    // Every prompt-builder (the cluster profile's too, where v1 lists them) and nothing else.
+    expect(text.match(/OUTLINE_API_TOKEN: t{32}/g)).toHaveLength(
+      (text.match(/SERVICE: prompt-builder/g) ?? []).length,
+    );
     // `config` lists services by name: the token must sit in prompt-builder's block.
     const builder = text.slice(text.indexOf("  prompt-builder:"), text.indexOf("  thread-worker:"));
     expect(builder).toContain("OUTLINE_API_TOKEN: ttt");

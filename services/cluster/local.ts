@@ -1,6 +1,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { jetstreamManager } from "@nats-io/jetstream";
 import type { InfraNames } from "../config/names.ts";
+import { connectNats } from "../nats/connect.ts";
 import { findBinary, freePort, ManagedProcess, waitForPort } from "../start/processes.ts";
 import { clusterNodeConfig, partitionMappings } from "./server-config.ts";
 
@@ -31,6 +33,26 @@ export interface LocalClusterOptions {
   basePort?: number;
   host?: string;
   size?: number;
+}
+
+/** Waits until the cluster has elected its JetStream meta leader and answers API requests. */
+export async function jetStreamReady(url: string, timeoutMs: number): Promise<void> {
+  const nc = await connectNats({ url, name: "outline-cluster-ready", startupTimeoutMs: timeoutMs });
+  const deadline = Date.now() + timeoutMs;
+  try {
+    for (;;) {
+      try {
+        await (await jetstreamManager(nc, { timeout: 2_000 })).getAccountInfo();
+        return;
+      } catch (err) {
+        if (Date.now() > deadline)
+          throw new Error(`JetStream on ${url} did not become ready: ${(err as Error).message}`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+  } finally {
+    await nc.close();
+  }
 }
 
 /**
@@ -97,9 +119,11 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       throw new Error(`nats-server n${i + 1} did not listen on ${host}:${p.client}`);
     }
   }
+  const url = nodes.map((n) => n.url).join(",");
+  await jetStreamReady(url, 60_000);
   return {
     nodes,
-    url: nodes.map((n) => n.url).join(","),
+    url,
     async stop() {
       await Promise.all(nodes.map((n) => n.process.stop("SIGINT", 10_000)));
     },

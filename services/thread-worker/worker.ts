@@ -349,12 +349,15 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       })
     : Promise.resolve();
 
+  // Consumers and leases are Raft writes on a cluster: slower than a publish under load.
+  const slowJsm = await jetstreamManager(nc, { timeout: 20_000 });
+  const handing = new AbortController();
   // Partitioned: the partitions this member holds, each with its consumer. Threads with work
   // outstanding in a partition taken are woken; a partition given up drains its threads first.
   const consumers =
     partitions === undefined
       ? undefined
-      : new PartitionConsumers(js, jsm, names, s, {
+      : new PartitionConsumers(js, slowJsm, names, s, {
           ackWaitMs,
           maxAckPending,
           route: routeSafely,
@@ -375,7 +378,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     consumers === undefined || partitions === undefined
       ? undefined
       : await joinCluster({
-          js,
+          js: jetstream(nc, { timeout: 20_000 }),
           names,
           partitions,
           replicas: options.replicas ?? 1,
@@ -386,7 +389,16 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
           acquire: async (ks) => {
             // Events stored before the mapping are read by the holder of partition 0.
             const opening = ks.includes(0) ? [UNPARTITIONED, ...ks] : ks;
-            await Promise.all(opening.map((k) => consumers.open(k)));
+            // A lease held must be read: opening is retried until it works or the worker stops.
+            await Promise.all(
+              opening.map((k) =>
+                retryInPlace(() => consumers.open(k), {
+                  what: `open the consumer of partition ${k}`,
+                  log,
+                  signal: handing.signal,
+                }),
+              ),
+            );
             const busy = await ctx.busy.list().catch(() => [] as string[]);
             const ours = inPartitions(ks);
             for (const thread of busy) if (ours(thread)) registry.wake(thread);
@@ -475,6 +487,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       clearTimeout(crowdedSweep);
       // Partitioned: each partition drains and its lease goes at once, so the others take it.
       clearInterval(lagTimer);
+      handing.abort();
       await membership?.leave();
       await messages?.close();
       await pulling;

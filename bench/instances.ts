@@ -1,0 +1,147 @@
+// One instance against two (issue 15, docs/scale-out.md): the heavy load of the issue (200
+// threads × 60 messages, tail 200,400, outline 2000,4000, so nearly every message is
+// summarized) through one worker in single mode, then through two partitioned workers on a
+// server with the partition mapping, each on a fresh nats-server. The clock runs from the first
+// publish until every thread's snapshot shows its last message; workers are started and have
+// split the partitions before it starts. Goal: two ≥ 0.8× one on this 2-core machine, where the
+// two workers and nats-server share the cores (today's figure without partitions: 0.06-0.09×).
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { performance } from "node:perf_hooks";
+import { jetstream } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import { clusterView } from "../services/cluster/view.ts";
+import { partitionMappings } from "../services/cluster/server-config.ts";
+import { DEFAULT_NAMES, namesToEnv, type InfraNames } from "../services/config/names.ts";
+import { connectNats } from "../services/nats/connect.ts";
+import { subjects } from "../services/nats/subjects.ts";
+import { ensureTopology } from "../services/nats/topology.ts";
+import { startNatsServer } from "../services/start/nats-server.ts";
+import { BenchChild } from "./support/child.ts";
+import { perSecond, publishAll, roundRobin } from "./support/load.ts";
+
+const THREADS = Number(process.env.BENCH_INSTANCES_THREADS ?? 200);
+const PER_THREAD = Number(process.env.BENCH_INSTANCES_MESSAGES ?? 60);
+const MESSAGES = THREADS * PER_THREAD;
+const PARTITIONS = 16;
+const ROUNDS = 2;
+const WORKER = fileURLToPath(new URL("../services/thread-worker/main.ts", import.meta.url));
+
+async function once(workers: number, partitioned: boolean): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), "outline-bench-instances-"));
+  const names: InfraNames = partitioned
+    ? { ...DEFAULT_NAMES, partitions: PARTITIONS }
+    : { ...DEFAULT_NAMES };
+  const configFile = join(dir, "nats.conf");
+  writeFileSync(configFile, partitioned ? partitionMappings(names, PARTITIONS) : "");
+  const server = await startNatsServer({
+    storeDir: join(dir, "store"),
+    preferredPort: 0,
+    configFile,
+    logFile: join(dir, "nats.log"),
+  });
+  const nc = await connectNats({ url: server.url, name: "bench-instances" });
+  const children: BenchChild[] = [];
+  try {
+    await ensureTopology(nc, names);
+    const env: NodeJS.ProcessEnv = {};
+    for (const [key, value] of Object.entries(process.env)) {
+      if (!/^(HISTORY_|OUTLINE_|NATS_)/.test(key)) env[key] = value;
+    }
+    Object.assign(env, namesToEnv(names), {
+      NATS_URL: server.url,
+      OUTLINE_CONFIG: "",
+      HISTORY_TAIL: "200,400",
+      HISTORY_OUTLINE: "2000,4000",
+      HISTORY_SUMMARIZER: "extractive",
+    });
+    for (let w = 0; w < workers; w++) {
+      const child = new BenchChild(`worker ${w + 1}`, WORKER, env);
+      children.push(child);
+      await child.waitFor((line) => line.includes(" consuming "));
+    }
+    if (partitioned) {
+      const view = clusterView(nc, names);
+      const share = Math.ceil(PARTITIONS / workers);
+      for (let i = 0; i < 200; i++) {
+        const v = await view();
+        if (v.members.length === workers && v.members.every((m) => m.partitions.length === share))
+          break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    const js = jetstream(nc);
+    const kv = await new Kvm(js).open(names.kvBucket);
+    const s = subjects(names);
+    const load = roundRobin(MESSAGES, THREADS, (t) => s.messageCreated(t));
+    const shown = new Map<string, number>();
+    const target = new Map<string, number>();
+    let missing = THREADS;
+    let resolveDone: () => void = () => {};
+    const done = new Promise<void>((r) => (resolveDone = r));
+    const reached = (t: string) => {
+      const want = target.get(t);
+      return want !== undefined && (shown.get(t) ?? 0) >= want;
+    };
+    const watch = await kv.watch();
+    const watching = (async () => {
+      for await (const e of watch) {
+        if (e.operation !== "PUT") continue;
+        const before = reached(e.key);
+        shown.set(e.key, Math.max(shown.get(e.key) ?? 0, e.json<{ seq: number }>().seq));
+        if (!before && reached(e.key) && --missing === 0) resolveDone();
+      }
+    })();
+    const died = Promise.race(children.map((c) => c.exited)).then(() => {
+      throw new Error(
+        `a worker exited during the run:\n${children.map((c) => c.output()).join("\n")}`,
+      );
+    });
+    died.catch(() => {});
+    const started = performance.now();
+    const seqs = await publishAll(js, load);
+    for (const [i, m] of load.entries()) target.set(m.thread, seqs[i] as number);
+    missing = [...target.keys()].filter((t) => !reached(t)).length;
+    if (missing > 0) await Promise.race([done, died]);
+    const ms = performance.now() - started;
+    watch.stop();
+    await watching;
+    return ms;
+  } finally {
+    await Promise.all(children.map((c) => c.stop()));
+    await nc.close();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function run(): Promise<Record<string, number>> {
+  // Alternating rounds, best of each: the machine is shared, other work only adds time.
+  const one: number[] = [];
+  const onePartitioned: number[] = [];
+  const two: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    one.push(await once(1, false));
+    onePartitioned.push(await once(1, true));
+    two.push(await once(2, true));
+  }
+  const rate = (xs: number[]) => perSecond(MESSAGES, Math.min(...xs));
+  const rates = (xs: number[]) => xs.map((ms) => perSecond(MESSAGES, ms)).join(", ");
+  const ratio = Number((rate(two) / rate(one)).toFixed(3));
+  console.log(
+    `  ${THREADS} threads × ${PER_THREAD} messages, tail 200,400, outline 2000,4000 (msg/s per round): ` +
+      `one instance ${rates(one)}; one partitioned ${rates(onePartitioned)}; two partitioned ${rates(two)}`,
+  );
+  console.log(
+    `  best: one ${rate(one)} msg/s, two ${rate(two)} msg/s: ${ratio}× one (goal ≥ 0.8 on 2 cores)`,
+  );
+  return {
+    "instances.messages": MESSAGES,
+    "instances.one_msg_per_s": rate(one),
+    "instances.one_partitioned_msg_per_s": rate(onePartitioned),
+    "instances.two_msg_per_s": rate(two),
+    "instances.two_over_one": ratio,
+  };
+}
