@@ -360,4 +360,40 @@ describe("search", () => {
     await publishMessage(h, { ...message(T, COUNT), text: "one more rollout after the rebuild" });
     expect((await search("after the rebuild")).hits.map((x) => x.id)).toEqual([COUNT]);
   });
+
+  it("answers from any instance's index, each kept up on its own", async () => {
+    // A second instance: its own file, built from CHAT, in the same queue group.
+    const otherNc = await connectNats({ url: inject("natsUrl"), name: "search-test-other" });
+    const other = await startSearchService({
+      nc: otherNc,
+      names: h.names,
+      path: join(dir, "other", "search.db"),
+      log: () => {},
+      idleCheckMs: 200,
+    });
+    try {
+      await other.indexer.ready;
+      const before = await search("rollout", "&limit=50");
+      // Either may answer each request: the answers are the same.
+      for (let i = 0; i < 6; i++) expect(await search("rollout", "&limit=50")).toEqual(before);
+
+      // The first goes away: the other answers, and indexes what comes meanwhile.
+      await stopSearch();
+      expect(await search("rollout", "&limit=50")).toEqual(before);
+      await publishMessage(h, {
+        ...message(T, COUNT + 1),
+        text: "a fact while one index was down",
+      });
+      expect((await search("while one index")).hits.map((x) => x.id)).toEqual([COUNT + 1]);
+
+      // The first comes back, reads on from its file, and answers alone once the other goes.
+      await startSearch();
+      await other.stop();
+      expect((await search("while one index")).hits.map((x) => x.id)).toEqual([COUNT + 1]);
+      expect((await search("rollout", "&limit=50")).hits).toEqual(before.hits);
+    } finally {
+      await other.stop().catch(() => {});
+      await otherNc.close();
+    }
+  });
 });
