@@ -29,6 +29,12 @@ const ROUNDS = 3;
 
 const RAW_CONSUMER = fileURLToPath(new URL("./support/raw-consumer.ts", import.meta.url));
 const WORKER = fileURLToPath(new URL("../services/thread-worker/main.ts", import.meta.url));
+/**
+ * BENCH_BASE_ROOT=<checkout>: that checkout's thread worker runs too, each round on a fresh
+ * server of its own, alternating with ours, to compare two versions in one run.
+ */
+const BASE_ROOT = process.env.BENCH_BASE_ROOT;
+const BASE_WORKER = BASE_ROOT ? `${BASE_ROOT}/services/thread-worker/main.ts` : undefined;
 
 /** CPU milliseconds used since `before` (seconds, from /proc); undefined when unreadable. */
 function cpuMsSince(pid: number | undefined, before: number | undefined): number | undefined {
@@ -119,12 +125,13 @@ function sampleSum(text: string, name: string, having = ""): number {
 /** The same load through the thread worker, done when every snapshot shows its last message. */
 async function ours(
   server: BenchServer,
+  workerPath = WORKER,
 ): Promise<Measured & { calls: number; perMessage: string }> {
   // BENCH_WORKER_PROF=<dir>: the worker child writes a V8 CPU profile there when it stops (the
   // whole run, set-up included; summarise it by self time per function).
   const profDir = process.env.BENCH_WORKER_PROF;
   const nodeArgs = profDir ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [];
-  const worker = new BenchChild("thread worker", WORKER, childEnv(server), nodeArgs);
+  const worker = new BenchChild("thread worker", workerPath, childEnv(server), nodeArgs);
   try {
     const nc = await server.connect("publisher");
     const js = jetstream(nc);
@@ -216,7 +223,18 @@ export async function run(): Promise<Record<string, number>> {
   // thread reads CHAT for a gap), not the steady state.
   const raws: Measured[] = [];
   const ourRounds: Awaited<ReturnType<typeof ours>>[] = [];
+  const baseRounds: Awaited<ReturnType<typeof ours>>[] = [];
+  const baseRound = async (base: string) => {
+    const server = await startBenchServer("e2e-base");
+    try {
+      baseRounds.push(await ours(server, base));
+    } finally {
+      await server.stop();
+    }
+  };
   for (let round = 1; round <= ROUNDS; round++) {
+    // The base goes first every other round: neither side always follows the other.
+    if (BASE_WORKER && round % 2 === 1) await baseRound(BASE_WORKER);
     const server = await startBenchServer("e2e");
     try {
       raws.push(await raw(server, round));
@@ -224,6 +242,7 @@ export async function run(): Promise<Record<string, number>> {
     } finally {
       await server.stop();
     }
+    if (BASE_WORKER && round % 2 === 0) await baseRound(BASE_WORKER);
   }
   const best = <T extends Measured>(xs: T[]): T =>
     xs.reduce((a, b) => (b.ms < a.ms ? b : a), xs[0] as T);
@@ -237,6 +256,12 @@ export async function run(): Promise<Record<string, number>> {
   const ourRate = perSecond(MESSAGES, our.ms);
   const ratio = Number((ourRate / rawRate).toFixed(3));
   const rates = (xs: Measured[]) => xs.map((x) => perSecond(MESSAGES, x.ms)).join(", ");
+  const baseRate = baseRounds.length > 0 ? perSecond(MESSAGES, best(baseRounds).ms) : undefined;
+  if (baseRate !== undefined) {
+    console.log(
+      `  base ${BASE_ROOT}: rounds (msg/s) ${rates(baseRounds)}; best ${baseRate} msg/s; ours/base ${(ourRate / baseRate).toFixed(3)}`,
+    );
+  }
   const pairRatios = ourRounds.map((o, i) => (raws[i] as Measured).ms / o.ms).sort((a, b) => a - b);
   const pairMedian = Number((pairRatios[Math.floor(pairRatios.length / 2)] ?? NaN).toFixed(3));
   console.log(
@@ -274,5 +299,6 @@ export async function run(): Promise<Record<string, number>> {
     ["e2e.ours_server_cpu_ms", our.serverCpuMs],
   ];
   for (const [key, value] of optional) if (value !== undefined) figures[key] = Math.round(value);
+  if (baseRate !== undefined) figures["e2e.base_msgs_per_sec"] = baseRate;
   return figures;
 }

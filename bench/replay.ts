@@ -57,29 +57,46 @@ export async function run(): Promise<Record<string, number>> {
 
     // Each side ROUNDS times, alternating, best of each: the machine is shared and its load
     // drifts. Both sides run in a Node of their own, as `outline replay` does.
-    const child = new BenchChild("replay rounds", "bench/support/replay-rounds.ts", {
-      ...process.env,
-      NATS_URL: server.url,
-      BENCH_SERVER_PID: String(server.pid ?? ""),
-      BENCH_REPLAY_ROUNDS: String(ROUNDS),
-    });
+    // BENCH_BASE_ROOT=<checkout>: that checkout's replay runs too, one round of each side at a
+    // time, alternating, to compare two versions in one run.
+    const base = process.env.BENCH_BASE_ROOT;
+    const oneRound = async (script: string): Promise<RoundMeasure> => {
+      const child = new BenchChild("replay rounds", script, {
+        ...process.env,
+        NATS_URL: server.url,
+        BENCH_SERVER_PID: String(server.pid ?? ""),
+        BENCH_REPLAY_ROUNDS: "1",
+      });
+      try {
+        const line = await child.waitFor((l) => l.startsWith(ROUND_LINE), 300_000);
+        await child.exited;
+        return JSON.parse(line.slice(ROUND_LINE.length)) as RoundMeasure;
+      } finally {
+        await child.stop();
+      }
+    };
     let best: RoundMeasure | undefined;
     let bestRaw: RoundMeasure["raw"] | undefined;
+    let bestBase: RoundMeasure | undefined;
     let calls = 0;
-    try {
-      for (let round = 0; round < ROUNDS; round++) {
-        const line = await child.waitFor((l) => l.startsWith(ROUND_LINE), 300_000);
-        const m = JSON.parse(line.slice(ROUND_LINE.length)) as RoundMeasure;
-        calls += m.replay.calls;
-        if (!bestRaw || m.raw.ms < bestRaw.ms) bestRaw = m.raw;
-        if (!best || m.replay.ms < best.replay.ms) best = m;
-        console.log(
-          `  round ${round + 1}: raw read ${(m.raw.ms / 1000).toFixed(2)} s, replay ${(m.replay.ms / 1000).toFixed(2)} s (${(m.raw.ms / m.replay.ms).toFixed(3)})`,
-        );
+    for (let round = 0; round < ROUNDS; round++) {
+      if (base && round % 2 === 1) {
+        const b = await oneRound(`${base}/bench/support/replay-rounds.ts`);
+        if (!bestBase || b.replay.ms < bestBase.replay.ms) bestBase = b;
+        console.log(`  round ${round + 1} base: replay ${(b.replay.ms / 1000).toFixed(2)} s`);
       }
-      await child.exited;
-    } finally {
-      await child.stop();
+      const m = await oneRound("bench/support/replay-rounds.ts");
+      calls += m.replay.calls;
+      if (!bestRaw || m.raw.ms < bestRaw.ms) bestRaw = m.raw;
+      if (!best || m.replay.ms < best.replay.ms) best = m;
+      console.log(
+        `  round ${round + 1}: raw read ${(m.raw.ms / 1000).toFixed(2)} s, replay ${(m.replay.ms / 1000).toFixed(2)} s (${(m.raw.ms / m.replay.ms).toFixed(3)})`,
+      );
+      if (base && round % 2 === 0) {
+        const b = await oneRound(`${base}/bench/support/replay-rounds.ts`);
+        if (!bestBase || b.replay.ms < bestBase.replay.ms) bestBase = b;
+        console.log(`  round ${round + 1} base: replay ${(b.replay.ms / 1000).toFixed(2)} s`);
+      }
     }
     if (!best || !bestRaw) throw new Error("the replay bench ran no round (BENCH_REPLAY_ROUNDS)");
     const read = bestRaw.read;
@@ -101,7 +118,14 @@ export async function run(): Promise<Record<string, number>> {
       `  raw read used ${cpuS(rawCpu.process)} CPU s in its process and ${cpuS(rawCpu.server)} in nats-server; ` +
         `replay ${cpuS(replayCpu.process)} and ${cpuS(replayCpu.server)} (best rounds)`,
     );
+    if (bestBase) {
+      console.log(
+        `  base ${base}: best replay ${(bestBase.replay.ms / 1000).toFixed(2)} s; ours/base time ${(replayMs / bestBase.replay.ms).toFixed(3)}`,
+      );
+    }
     return {
+      ...(bestBase ? { "replay.base_replay_ms": Math.round(bestBase.replay.ms) } : {}),
+      "replay.replay_ms": Math.round(replayMs),
       "replay.messages": MESSAGES,
       "replay.threads": THREADS,
       "replay.history_nodes": nodes.length,
