@@ -2,7 +2,7 @@ import { createActor } from "xstate";
 import { stateName } from "../machines/state-name.ts";
 import { describe, expect, it } from "vitest";
 import { threadMachine } from "../machines/thread.ts";
-import { persistedSnapshotOf, type ShellKey } from "../services/thread-worker/thread-slot.ts";
+import { persistedSnapshotOf, type ShellKey } from "../services/thread-worker/persisted-shell.ts";
 import type { PersistedActor } from "../services/thread-worker/actor-store.ts";
 import { fakeSummary, makeMessage } from "./support/conversation.ts";
 import type { SummaryJob } from "../shared/jobs.ts";

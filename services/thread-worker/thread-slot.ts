@@ -1,18 +1,13 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import { createActor, type Actor } from "xstate";
 import { InvariantError } from "../../shared/errors.ts";
-import type { Message } from "../../shared/events.ts";
-import { claimId, type IdClaim } from "../../shared/message-ids.ts";
+import type { IdClaim } from "../../shared/message-ids.ts";
 import type { SummaryJob } from "../../shared/jobs.ts";
-import type { NodeRef } from "../../shared/names.ts";
-import { toSnapshot } from "../../shared/snapshot.ts";
-import { findBuilt, type ThreadState } from "../../shared/thread.ts";
-import { stateName } from "../../machines/state-name.ts";
-import { threadMachine, type ThreadMachine } from "../../machines/thread.ts";
 import type { Effect } from "../../shared/step.ts";
-import { publishDeadLetter } from "../nats/dead-letter.ts";
-import { eraseSubject } from "../nats/erase.ts";
+import { findBuilt, type ThreadState } from "../../shared/thread.ts";
+import { threadMachine, type ThreadMachine } from "../../machines/thread.ts";
 import type { ChatEventKind } from "../nats/subjects.ts";
+import { AckLedger } from "./acks.ts";
 import {
   ActorStateError,
   parsePersisted,
@@ -21,103 +16,38 @@ import {
   toPersisted,
   type PersistedActor,
 } from "./actor-store.ts";
-import { kvStream, kvSubject } from "./buckets.ts";
 import { BusyIndex } from "./busy-index.ts";
-import { ChatReadError, nextThreadEvent, readChatEvent } from "./chat-reader.ts";
-import { decodeChatBody, type DecodedEvent } from "./decode.ts";
-import { provablyContiguous, type DeliveryEpoch } from "./delivery-ledger.ts";
-import { claimMessageId } from "./id-index.ts";
+import { ChatReadError } from "./chat-reader.ts";
+import type { DeliveryEpoch } from "./delivery-ledger.ts";
+import { eraseThread, purgeChat } from "./eraser.ts";
+import { IdClaims } from "./id-claims.ts";
+import { intake, type IntakeCursor } from "./intake.ts";
 import { errorText } from "./log.ts";
 import { METRIC } from "./metrics.ts";
-import { retryInPlace, StoppedError } from "./retry.ts";
-import { writeSnapshot } from "./snapshot-writer.ts";
+import { publishOutbox } from "./outbox.ts";
+import { persistedSnapshotOf, type ShellKey } from "./persisted-shell.ts";
+import { Rejections } from "./rejections.ts";
+import { StoppedError } from "./retry.ts";
+import { SlotQueue, type ChatEntry, type Item } from "./slot-queue.ts";
+import { slotTools, type SlotTools } from "./slot-tools.ts";
+import { SnapshotSchedule } from "./snapshot-schedule.ts";
 import { SummaryJobs, type RequestedJob } from "./summary-jobs.ts";
 import type { WorkerContext } from "./worker-context.ts";
-
-/** What a thread's queue holds: chat events in delivery order, and summaries coming back. */
-type Item =
-  /** `type`: the event type its subject names (the subject was parsed once, to route it). */
-  | { kind: "chat"; msg: JsMsg; epoch: DeliveryEpoch; type: ChatEventKind }
-  | { kind: "built"; ref: NodeRef; text: string }
-  | { kind: "failed"; ref: NodeRef; reason: string };
-
-/** A chat event to handle: delivered (with the message to ack) or read from CHAT to fill a gap. */
-interface ChatEntry {
-  kind: "entry";
-  seq: number;
-  subject: string;
-  data: Uint8Array;
-  event: DecodedEvent;
-  msg?: JsMsg;
-}
 
 /** The label of an applied message, made once rather than per message. */
 const MESSAGE_EVENT = { kind: "message" } as const;
 
-/** What a burst applies: chat entries (delivered or read for a gap) and summaries' results. */
-type BurstItem = ChatEntry | Exclude<Item, { kind: "chat" }>;
-
 type Skipped = Extract<Effect, { type: "skipped" }>;
-
-/** No message has left the tail and the thread was weighed from its first: the tail is all of it. */
-function isTailComplete(core: ThreadState): boolean {
-  return core.complete && core.boundary === 0 && !core.deleted;
-}
-
-/**
- * The actor's `getPersistedSnapshot()`, without XState walking the whole context for actor
- * references to serialise: the context is the core, plain data that holds none (the machine
- * spawns no actor), so it is set back as is. Saved many times a second, that walk went over every
- * tail message's fields. XState's part (status, value, history, children…) is derived from the
- * snapshot fields in `ShellKey` alone and kept while they are the same objects: most saves
- * reuse it instead of copying the snapshot's fields again.
- */
-export function persistedSnapshotOf(
-  actor: Actor<ThreadMachine>,
-  cache: { key?: ShellKey; shell?: PersistedActor },
-): PersistedActor {
-  const snapshot = actor.getSnapshot();
-  const key = cache.key;
-  if (
-    !key ||
-    key.status !== snapshot.status ||
-    key.value !== stateName(snapshot.value) ||
-    key.historyValue !== snapshot.historyValue ||
-    key.children !== snapshot.children ||
-    key.output !== snapshot.output ||
-    key.error !== snapshot.error
-  ) {
-    cache.shell = actor.logic.getPersistedSnapshot({
-      ...snapshot,
-      context: NO_CONTEXT,
-    } as unknown as typeof snapshot) as unknown as PersistedActor;
-    const { status, historyValue, children, output, error } = snapshot;
-    // By name: XState makes a new object for a nested state value at every transition.
-    const value = stateName(snapshot.value);
-    cache.key = { status, value, historyValue, children, output, error };
-  }
-  // A copy in the shell's key order, the context in its place.
-  return { ...(cache.shell as PersistedActor), context: snapshot.context };
-}
-const NO_CONTEXT = {};
-
-/** The snapshot fields XState's persisted form is made of, besides the context. */
-export interface ShellKey {
-  status: unknown;
-  value: unknown;
-  historyValue: unknown;
-  children: unknown;
-  output: unknown;
-  error: unknown;
-}
 
 export type SlotEnd = "passivated" | "drained" | "lost" | "failed" | "abandoned";
 
 /**
- * One thread's actor and everything that touches it. Events are applied strictly one after the
- * other, in delivery order, by a single loop; a burst of queued events is applied, its effects
- * made durable (free nodes on HISTORY, actor state in KV) and only then acknowledged, with one
- * state write per burst. Summaries run beside the loop and come back through the same queue.
+ * One thread's lifecycle: load, loop, drain, passivate, end. Events are applied strictly one
+ * after the other, in delivery order, by a single loop; a burst of queued events is applied, its
+ * effects made durable (free nodes on HISTORY, actor state in KV) and only then acknowledged,
+ * with one state write per burst. Summaries run beside the loop and come back through the same
+ * queue. The parts it drives each have a file: the queue, intake, id claims, acks, the snapshot
+ * schedule, the eraser and rejections.
  */
 export class ThreadSlot {
   readonly thread: string;
@@ -125,6 +55,12 @@ export class ThreadSlot {
   readonly #onEnd: (slot: ThreadSlot, end: SlotEnd) => void;
   /** Aborted when the slot is abandoned: every retry loop and wait stops at once. */
   readonly #abort = new AbortController();
+  readonly #tools: SlotTools;
+  readonly #queue = new SlotQueue();
+  readonly #ids: IdClaims;
+  readonly #acks: AckLedger;
+  readonly #snapshots: SnapshotSchedule;
+  readonly #rejections: Rejections;
   #actor: Actor<ThreadMachine> | undefined;
   /** The stored state is in the actor (it left `loading`). */
   #loaded = false;
@@ -133,28 +69,15 @@ export class ThreadSlot {
   /** Set when the slot passivates with refused nodes waiting: when to try the first again. */
   #retryAt: number | undefined;
 
-  #queue: Item[] = [];
   #running: Promise<void> | undefined;
   #kickScheduled = false;
   #ended: SlotEnd | undefined;
   #lastActivity = Date.now();
 
-  /**
-   * While the tail holds all of the thread: its message ids (id → CHAT sequence), checked here
-   * in O(1) instead of in the id index, and claimed there all at once when the first cut takes
-   * messages out of the tail.
-   */
-  #unclaimed = new Map<string, number>();
-  /** Highest CHAT sequence handled; persisted with the state. */
-  #seen = 0;
-  /**
-   * The delivery epoch whose events this slot has all been given since it last read CHAT up to
-   * one of them (or since it was created): events routed in it need no gap read.
-   */
-  #joined: DeliveryEpoch;
+  /** Highest CHAT sequence handled (persisted with the state), and the delivery epoch joined. */
+  #cursor: IntakeCursor;
   #erasing = false;
   #actorRevision = 0;
-  #snapshotRevision = 0;
   /** Whether the busy index lists the thread; unknown until the first check after load. */
   #busyListed: boolean | undefined;
   /** Woken because the busy index lists the thread (not by an event). */
@@ -169,26 +92,22 @@ export class ThreadSlot {
   #changed = false;
   /** The state differs from the stored record. */
   #dirty = false;
-
-  #snapshotWanted = false;
-  #snapshotDue = false;
-  #snapshotTimer: NodeJS.Timeout | undefined;
-  #lastSnapshotAt = 0;
   #saveDue = false;
-  #saveTimer: NodeJS.Timeout | undefined;
-  #saveAt = 0;
-  /** Chat events applied and not yet in the stored state: acknowledged by the save that stores them. */
-  #unacked: JsMsg[] = [];
-  /** When the oldest chat event not yet stored was applied; undefined when there is none. */
-  #unsavedSince: number | undefined;
   #passivateWanted = false;
-  #lastHeartbeat = 0;
 
   constructor(thread: string, ctx: WorkerContext, onEnd: (slot: ThreadSlot, end: SlotEnd) => void) {
     this.thread = thread;
     this.#ctx = ctx;
     this.#onEnd = onEnd;
-    this.#joined = ctx.deliveries.current;
+    this.#cursor = { seen: 0, joined: ctx.deliveries.current };
+    this.#tools = slotTools(ctx, thread, this.#abort.signal);
+    this.#ids = new IdClaims(this.#tools);
+    this.#rejections = new Rejections(this.#tools);
+    this.#acks = new AckLedger(ctx, () => {
+      this.#saveDue = true;
+      this.#kick();
+    });
+    this.#snapshots = new SnapshotSchedule(this.#tools, () => this.#kick());
   }
 
   /** An effect the machine emits while an event is applied; read right after `send`. */
@@ -289,23 +208,26 @@ export class ThreadSlot {
       .finally(() => {
         this.#running = undefined;
         const work = this.#queue.length > 0 && !this.#holdingOnly();
-        if (!this.#ended && (work || this.#snapshotDue || this.#saveDue)) this.#kick();
+        if (!this.#ended && (work || this.#snapshots.isDue || this.#saveDue)) this.#kick();
       });
   }
 
   async #loop(): Promise<void> {
     if (!this.#loaded) await this.#load();
     while (!this.#ended) {
-      const items = this.#queue.length > 0 ? this.#nextItems() : [];
+      const items =
+        this.#queue.length > 0
+          ? this.#queue.next(this.#backlogged(), this.#ctx.maxBurst, this.#ctx.metrics)
+          : [];
       if (items.length > 0) {
         await this.#burst(items);
-      } else if (this.#snapshotDue) {
-        this.#snapshotDue = false;
-        if (this.#snapshotWanted) await this.#writeSnapshot();
+      } else if (this.#snapshots.isDue) {
+        this.#snapshots.isDue = false;
+        if (this.#snapshots.wanted) await this.#writeSnapshot();
       } else if (this.#saveDue) {
         this.#saveDue = false;
         if (this.#dirty) await this.#save();
-        else this.#ackStored();
+        else this.#acks.ackStored();
       } else if (this.#passivateWanted) {
         this.#passivateWanted = false;
         await this.#finalWrites();
@@ -339,38 +261,14 @@ export class ThreadSlot {
     return false;
   }
 
-  /** Too many whole messages wait for summaries: new chat events must wait in the stream. */
+  /** The chart holds a backlog: new chat events must wait in the stream. */
   #backlogged(): boolean {
     return this.#actor?.getSnapshot().value === "backlog";
   }
 
   /** The queue holds only chat events that the backlog keeps waiting. */
   #holdingOnly(): boolean {
-    return this.#backlogged() && this.#queue.every((item) => item.kind === "chat");
-  }
-
-  /** The next burst: the queue's head, or while backlogged only the summaries' results. */
-  #nextItems(): Item[] {
-    if (!this.#backlogged()) {
-      // The whole queue (the usual case) is taken as it is, not copied out.
-      if (this.#queue.length > this.#ctx.maxBurst) return this.#queue.splice(0, this.#ctx.maxBurst);
-      const items = this.#queue;
-      this.#queue = [];
-      return items;
-    }
-    const results = this.#queue.filter((item) => item.kind !== "chat");
-    if (results.length > 0) this.#queue = this.#queue.filter((item) => item.kind === "chat");
-    else this.#heartbeat();
-    return results;
-  }
-
-  /** Held events tell the server they are in progress, so it does not redeliver them meanwhile. */
-  #heartbeat(): void {
-    const now = Date.now();
-    if (now - this.#lastHeartbeat < 1_000) return;
-    this.#lastHeartbeat = now;
-    this.#ctx.metrics.add(METRIC.backlogHolds);
-    for (const item of this.#queue) if (item.kind === "chat") item.msg.working();
+    return this.#backlogged() && this.#queue.onlyChat();
   }
 
   #crashed(err: unknown): void {
@@ -397,18 +295,14 @@ export class ThreadSlot {
   #end(end: SlotEnd): void {
     if (this.#ended) {
       // A save that failed after the end puts its events back: count them given up too.
-      this.#ctx.deliveries.released(this.#unacked.length);
-      this.#unacked = [];
+      this.#ctx.deliveries.released(this.#acks.dropAll());
       return;
     }
     this.#ended = end;
     // Events given up unacknowledged come back to a worker after the ack wait.
-    const dropped = this.#unacked.length + this.#queue.filter((i) => i.kind === "chat").length;
-    this.#unacked = [];
-    this.#queue = [];
-    this.#ctx.deliveries.released(dropped);
-    clearTimeout(this.#snapshotTimer);
-    clearTimeout(this.#saveTimer);
+    this.#ctx.deliveries.released(this.#acks.dropAll() + this.#queue.clear());
+    this.#snapshots.cancel();
+    this.#acks.cancel();
     // Shown in the chart: the state is stored and the actor leaves memory.
     if (end === "passivated") this.#actor?.send({ type: "passivate" });
     this.#actor?.stop();
@@ -436,11 +330,9 @@ export class ThreadSlot {
    * (DeliveryLedger.lingerShare), only a slot whose oldest unsaved event arrived by `appliedBy`.
    */
   saveLingering(appliedBy = Number.POSITIVE_INFINITY): void {
-    if (this.#ended || this.#unsavedSince === undefined || this.#unsavedSince > appliedBy) return;
-    clearTimeout(this.#saveTimer);
-    this.#saveTimer = undefined;
-    this.#saveDue = true;
-    this.#kick();
+    const since = this.#acks.unsavedSince;
+    if (this.#ended || since === undefined || since > appliedBy) return;
+    this.#acks.saveNow();
   }
 
   /** Asks the loop to persist and stop the actor if it has been idle for `idleMs`. */
@@ -457,10 +349,8 @@ export class ThreadSlot {
    */
   async drain(): Promise<void> {
     await this.#stoppedJobs().stop();
-    clearTimeout(this.#snapshotTimer);
-    this.#snapshotTimer = undefined;
-    clearTimeout(this.#saveTimer);
-    this.#saveTimer = undefined;
+    this.#snapshots.cancel();
+    this.#acks.cancel();
     // Queued events are applied first (their loop may not have started yet).
     this.#kickNow();
     while (this.#running) await this.#running;
@@ -480,41 +370,31 @@ export class ThreadSlot {
 
   async #finalWrites(): Promise<void> {
     if (!this.#loaded) return;
-    clearTimeout(this.#snapshotTimer);
-    this.#snapshotTimer = undefined;
-    clearTimeout(this.#saveTimer);
-    this.#saveTimer = undefined;
+    this.#snapshots.cancel();
+    this.#acks.cancel();
     if (this.#dirty) await this.#save();
-    else this.#ackStored();
-    if (this.#snapshotWanted) await this.#writeSnapshot();
+    else this.#acks.ackStored();
+    if (this.#snapshots.wanted) await this.#writeSnapshot();
   }
 
   // -------------------------------------------------------------------------------------------
   // Loading
 
-  #retry<T>(what: string, fn: () => Promise<T>, isPermanent?: (err: unknown) => boolean) {
-    return retryInPlace(fn, {
-      what: `${what} (thread '${this.thread}')`,
-      log: this.#ctx.log,
-      signal: this.#abort.signal,
-      ...(isPermanent ? { isPermanent } : {}),
-    });
-  }
-
   /** Creates the actor (`loading`) and gives it the persisted state when there is one. */
   async #load(): Promise<void> {
     const { buckets, jsm, names } = this.#ctx;
+    const retry = this.#tools.retry;
     this.#actor ??= this.#createActor();
-    const entry = await this.#retry("read actor state", () => buckets.actors.get(this.thread));
+    const entry = await retry("read actor state", () => buckets.actors.get(this.thread));
     let snapshot: PersistedActor | undefined;
     if (entry?.operation === "PUT") {
       const record = parsePersisted(this.thread, entry.value, buckets.names.actors);
-      snapshot = await this.#retry(
+      snapshot = await retry(
         "read the tail and the built nodes back from CHAT and HISTORY",
         () => restoreRecord(jsm, names, this.#ctx.history, record, buckets.names.actors),
         (err) => err instanceof ChatReadError || err instanceof ActorStateError,
       );
-      this.#seen = record.seen;
+      this.#cursor.seen = record.seen;
       this.#erasing = record.erasing;
       this.#ctx.metrics.add(METRIC.rehydrations);
     }
@@ -522,9 +402,9 @@ export class ThreadSlot {
     // A thread never stored has no snapshot of ours either: its first write creates the key (a
     // snapshot someone else wrote is met by the writer's fence, snapshot-writer.ts).
     const shown = entry
-      ? await this.#retry("read snapshot", () => buckets.snapshots.get(this.thread))
+      ? await retry("read snapshot", () => buckets.snapshots.get(this.thread))
       : null;
-    this.#snapshotRevision = shown?.revision ?? 0;
+    this.#snapshots.revision = shown?.revision ?? 0;
     this.#checkAlive();
     // A record this worker wrote from getPersistedSnapshot(), of any snapshot version: only its
     // core is taken (the chart's state follows from it).
@@ -551,18 +431,14 @@ export class ThreadSlot {
     }
     // Summaries that were in flight are asked again (HISTORY answers those already built);
     // free nodes not yet published are published now.
-    const core = this.#state();
-    if (isTailComplete(core)) {
-      // Saved while the tail held the whole thread: its ids may not be in the index yet.
-      for (const entry of core.tail) this.#unclaimed.set(entry.message.id, entry.seq);
-    }
+    this.#ids.seed(this.#state());
     this.#send({ type: "jobs.resume" });
     await this.#publishOutbox();
-    await this.#claimUnclaimed();
+    await this.#ids.flush(this.#state());
     if (this.#dirty) await this.#save();
     else await this.#syncBusy();
-    this.#snapshotWanted = true;
-    this.#snapshotDue = true;
+    this.#snapshots.wanted = true;
+    this.#snapshots.isDue = true;
   }
 
   #createActor(): Actor<ThreadMachine> {
@@ -615,62 +491,20 @@ export class ThreadSlot {
 
   async #burst(items: Item[]): Promise<void> {
     const statsBefore = this.#state().stats;
-    const steps: BurstItem[] = [];
-    const deleted = this.#state().deleted;
-    let cursor = this.#seen;
     // Acknowledged by the save that stores their effect (or at once if they have none); listed
     // first so a slot that stops in the middle of the burst knows what it gives up.
-    for (const item of items) if (item.kind === "chat") this.#unacked.push(item.msg);
-    for (const item of items) {
-      if (item.kind !== "chat") {
-        steps.push(item);
-        continue;
-      }
-      // Any delivered event may follow a gap, not only the burst's first: a redelivery followed
-      // by a newer event, or events of this thread delivered to another worker. The gap is read
-      // from CHAT and applied first, so the thread's events apply in stream order and none is
-      // skipped by the sequence check below. It is not read when the ledger proves this slot was
-      // given every event of the thread since `cursor` (they are in this burst or applied).
-      const contiguous =
-        this.#ctx.skipGapReads && provablyContiguous(item.msg, item.epoch, this.#joined, cursor);
-      if (!deleted && item.msg.seq > cursor + 1) {
-        if (contiguous) this.#ctx.metrics.add(METRIC.gapReadsSkipped);
-        else steps.push(...(await this.#readGap(cursor + 1, item.msg.seq)));
-      }
-      // Caught up to a first delivery of its epoch: every later event of the thread routed in it
-      // comes to this slot, in stream order.
-      if (item.epoch.start !== undefined && item.msg.info.deliveryCount === 1) {
-        this.#joined = item.epoch;
-      }
-      cursor = Math.max(cursor, item.msg.seq);
-      const { subject, data } = item.msg;
-      steps.push({
-        kind: "entry",
-        seq: item.msg.seq,
-        subject,
-        data,
-        event: decodeChatBody(this.thread, item.type, subject, data),
-        msg: item.msg,
-      });
-    }
-    const claiming = this.#claimIds(steps);
+    for (const item of items) if (item.kind === "chat") this.#acks.hold(item.msg);
+    const steps = await intake(this.#tools, items, this.#cursor, this.#state().deleted);
+    const claiming = this.#ids.claim(steps, this.#state(), this.#cursor.seen);
     const claims = claiming instanceof Map ? claiming : await claiming;
     let chatSeen = false;
     for (const step of steps) {
       if (step.kind === "built") {
-        this.#send({
-          type: "summary.built",
-          level: step.ref.level,
-          index: step.ref.index,
-          text: step.text,
-        });
+        const { level, index } = step.ref;
+        this.#send({ type: "summary.built", level, index, text: step.text });
       } else if (step.kind === "failed") {
-        this.#send({
-          type: "summary.failed",
-          level: step.ref.level,
-          index: step.ref.index,
-          reason: step.reason,
-        });
+        const { level, index } = step.ref;
+        this.#send({ type: "summary.failed", level, index, reason: step.reason });
       } else {
         chatSeen = true;
         const writing = this.#applyChat(step, claims);
@@ -679,198 +513,47 @@ export class ThreadSlot {
     }
     const erased = this.#erasedAt !== undefined;
     if (erased) await this.#erase();
-    else if (chatSeen && this.#state().deleted) await this.#purgeChat();
+    else if (chatSeen && this.#state().deleted) await purgeChat(this.#tools, this.#cursor.seen);
     if (this.#state().outbox.length > 0) await this.#publishOutbox();
     // Checked here first: while the tail holds the whole thread (most bursts) there is nothing to
     // claim, and no promise or await per burst.
-    if (this.#unclaimedDue()) await this.#claimUnclaimed();
+    if (this.#ids.due(this.#state())) await this.#ids.flush(this.#state());
     this.#checkAlive();
-    // Chat events are acknowledged only once the state that includes them is stored. A burst of
-    // summaries alone has nothing to acknowledge and is saved a little later, coalesced: after
-    // a crash the older state asks for those nodes again and HISTORY answers them, no model call.
-    // While the consumer has a backlog, chat events wait up to saveLingerMs (from the oldest) so
-    // one save stores, and then acknowledges, all that arrived meanwhile; caught up, a burst is
-    // saved at once. A burst that changed nothing (only redeliveries already handled) is
-    // acknowledged at once.
-    if (chatSeen && this.#dirty) this.#unsavedSince ??= Date.now();
-    if (this.#changed && !this.#state().deleted) this.#snapshotWanted = true;
+    // Chat events are acknowledged only once the state that includes them is stored (AckLedger).
+    // A burst of summaries alone has nothing to acknowledge and is saved a little later,
+    // coalesced: after a crash the older state asks for those nodes again and HISTORY answers
+    // them, no model call. A burst that changed nothing (only redeliveries) is acknowledged now.
+    if (chatSeen && this.#dirty) this.#acks.applied();
+    if (this.#changed && !this.#state().deleted) this.#snapshots.wanted = true;
     this.#changed = false;
     this.#countStats(statsBefore, this.#state().stats);
-    if (!this.#dirty) {
-      this.#ackStored();
-    } else if (erased || this.#state().deleted || this.#lingerOver()) {
-      await this.#save();
-    } else if (this.#unsavedSince !== undefined) {
-      this.#scheduleSave(this.#unsavedSince + this.#lingerMs() - Date.now());
-    } else {
-      this.#scheduleSave(this.#ctx.saveDelayMs);
-    }
+    if (!this.#dirty) this.#acks.ackStored();
+    else if (erased || this.#state().deleted || this.#acks.lingerOver()) await this.#save();
+    else this.#acks.scheduleSave();
     this.#checkAlive();
     // A snapshot never shows a chat event before the state that holds it is stored (a crash
     // cannot make the outline go back on the log); with nothing unsaved it may be written now.
-    if (this.#snapshotWanted && this.#unsavedSince === undefined) this.#requestSnapshot();
-  }
-
-  /** Unsaved chat events to save now: no backlog, waited long enough, or many waiting. */
-  #lingerOver(): boolean {
-    if (this.#unsavedSince === undefined) return false;
-    return (
-      !this.#ctx.deliveries.behind ||
-      Date.now() - this.#unsavedSince >= this.#lingerMs() ||
-      this.#unacked.length >= this.#ctx.maxBurst
-    );
-  }
-
-  /**
-   * How long chat events wait for more to share their save: half as long while the worker holds
-   * so many unacknowledged that the consumer is about to stop delivering (the oldest go first,
-   * fresh ones still gather more). Waiting out the whole linger then would leave the worker idle
-   * with work in the stream.
-   */
-  #lingerMs(): number {
-    return this.#ctx.saveLingerMs * this.#ctx.deliveries.lingerShare;
-  }
-
-  /** Nothing applied is unsaved: every event handled so far can be acknowledged. */
-  #ackStored(): void {
-    const acks = this.#unacked;
-    this.#unacked = [];
-    this.#unsavedSince = undefined;
-    this.#ack(acks);
-  }
-
-  #ack(msgs: JsMsg[]): void {
-    for (const msg of msgs) msg.ack();
-    this.#ctx.deliveries.released(msgs.length);
-  }
-
-  /**
-   * Events of this thread stored in [`fromSeq`, `seq`) and not handled yet: after a crash their
-   * redelivery waits for the ack wait while newer events arrive at once, and with two workers
-   * each receives only some of a thread's events. They are read from CHAT
-   * (the log) and applied first; their redeliveries are then skipped by sequence.
-   */
-  async #readGap(fromSeq: number, seq: number): Promise<ChatEntry[]> {
-    const gap: ChatEntry[] = [];
-    let from = fromSeq;
-    while (from < seq) {
-      this.#ctx.metrics.add(METRIC.gapReads);
-      const next = await this.#retry("read CHAT ahead of a redelivery", () =>
-        nextThreadEvent(this.#ctx.jsm, this.#ctx.names, this.thread, from),
-      );
-      if (!next || next.seq >= seq) break;
-      gap.push({
-        kind: "entry",
-        seq: next.seq,
-        subject: next.subject,
-        data: next.data,
-        event: next.event,
-      });
-      from = next.seq + 1;
-    }
-    this.#ctx.metrics.add(METRIC.gapFills, gap.length);
-    return gap;
-  }
-
-  /** Claims the message ids of the burst's new messages in the id index, in parallel. */
-  #claimIds(steps: BurstItem[]): Map<number, IdClaim> | Promise<Map<number, IdClaim>> {
-    const claims = new Map<number, IdClaim>();
-    const core = this.#state();
-    if (core.deleted) return claims;
-    // While no message has left the tail, the tail is every message the thread has: an id is
-    // checked there and recorded in the index only when the first cut takes messages out.
-    const tailComplete = isTailComplete(core);
-    // Ids of the burst, for the index's claims (the tail's check records them as it goes).
-    const firstSeqOf = tailComplete ? undefined : new Map<string, number>();
-    const pending: Promise<void>[] = [];
-    let seen = this.#seen;
-    for (const step of steps) {
-      if (step.kind !== "entry" || step.seq <= seen) continue;
-      seen = step.seq;
-      if (step.event.kind !== "message") continue;
-      const { id } = step.event.message;
-      const seq = step.seq;
-      if (!firstSeqOf) {
-        // The same id twice in one burst too: the first one, recorded here, is the message.
-        claims.set(seq, claimId(this.#unclaimed, id, seq));
-        continue;
-      }
-      const first = firstSeqOf.get(id);
-      if (first !== undefined) {
-        // The same id twice in one burst: the first one is the message.
-        claims.set(seq, { type: "duplicate", firstSeq: first });
-        continue;
-      }
-      firstSeqOf.set(id, seq);
-      pending.push(
-        this.#retry("record the message id", () =>
-          claimMessageId(this.#ctx.kv.ids, this.thread, id, seq),
-        ).then((claim) => {
-          claims.set(seq, claim);
-        }),
-      );
-    }
-    if (pending.length === 0) return claims;
-    return Promise.all(pending).then(() => claims);
-  }
-
-  /** Ids applied without a claim must go to the index now (see #claimUnclaimed). */
-  #unclaimedDue(): boolean {
-    if (this.#unclaimed.size === 0) return false;
-    const core = this.#state();
-    return core.deleted || !isTailComplete(core);
-  }
-
-  /**
-   * Once messages have left the tail (or the thread is no longer complete), every id applied
-   * without a claim is recorded in the index, before any later message is checked against it
-   * and before a state without them in the tail is saved.
-   */
-  async #claimUnclaimed(): Promise<void> {
-    if (this.#unclaimed.size === 0) return;
-    const core = this.#state();
-    if (core.deleted) {
-      this.#unclaimed.clear();
-      return;
-    }
-    if (isTailComplete(core)) return;
-    const unclaimed = [...this.#unclaimed];
-    await Promise.all(
-      unclaimed.map(([id, seq]) =>
-        this.#retry("record the message id", () =>
-          claimMessageId(this.#ctx.kv.ids, this.thread, id, seq),
-        ).then((claim) => {
-          // Applied already (the tail was checked); the index names an earlier copy, which
-          // keeps any later copy out just as well.
-          if (claim.type === "duplicate" && claim.firstSeq !== seq) {
-            this.#ctx.log.warn(
-              `message id '${id}' of thread '${this.thread}' applied at CHAT sequence ${seq} is indexed at ${claim.firstSeq}`,
-            );
-          }
-        }),
-      ),
-    );
-    for (const [id] of unclaimed) this.#unclaimed.delete(id);
+    if (this.#snapshots.wanted && !this.#acks.unsaved) this.#snapshots.request();
   }
 
   // Synchronous unless it has a write or a read to wait for (most events): no promise per event.
   #applyChat(entry: ChatEntry, claims: Map<number, IdClaim>): Promise<void> | undefined {
     const metrics = this.#ctx.metrics;
-    if (entry.seq <= this.#seen) {
+    if (entry.seq <= this.#cursor.seen) {
       metrics.add(METRIC.duplicates, 1, { why: "seq" });
       return undefined;
     }
-    this.#seen = entry.seq;
+    this.#cursor.seen = entry.seq;
     this.#dirty = true;
     const event = entry.event;
     const core = this.#state();
-    if (event.kind === "invalid") return this.#deadLetter(entry, event.reason);
+    if (event.kind === "invalid") return this.#rejections.deadLetter(entry, event.reason);
     if (core.deleted) {
       if (event.kind === "deleted") {
         metrics.add(METRIC.duplicates, 1, { why: "deleted" });
         return undefined;
       }
-      return this.#deadLetter(
+      return this.#rejections.deadLetter(
         entry,
         `thread deleted: thread '${this.thread}' was deleted (thread.deleted up to CHAT sequence ${core.seq}); a deleted thread takes no new messages, use a new thread id`,
       );
@@ -893,51 +576,7 @@ export class ThreadSlot {
       metrics.add(METRIC.events, 1, MESSAGE_EVENT);
       return undefined;
     }
-    return this.#recordSkips(entry, skips);
-  }
-
-  async #duplicateId(entry: ChatEntry, message: Message, firstSeq: number): Promise<void> {
-    const conflict = await this.#conflictingDuplicate(message, firstSeq);
-    if (conflict) await this.#deadLetter(entry, conflict);
-    else this.#ctx.metrics.add(METRIC.duplicates, 1, { why: "id" });
-  }
-
-  async #recordSkips(entry: ChatEntry, skips: Skipped[]): Promise<void> {
-    for (const { outcome } of skips) {
-      if (outcome.type !== "duplicate") await this.#deadLetter(entry, outcome.reason);
-      else if (outcome.firstSeq === undefined)
-        this.#ctx.metrics.add(METRIC.duplicates, 1, { why: "tail" });
-      else if (entry.event.kind === "message")
-        await this.#duplicateId(entry, entry.event.message, outcome.firstSeq);
-    }
-  }
-
-  /**
-   * A re-published id is applied once; when its content differs from the first copy, the second
-   * one is an edit the contract has no event for, so it is recorded (not silently dropped).
-   */
-  async #conflictingDuplicate(message: Message, firstSeq: number): Promise<string | undefined> {
-    const first = await this.#retry("read the first copy of a re-published message id", () =>
-      readChatEvent(this.#ctx.jsm, this.#ctx.names, firstSeq),
-    );
-    if (first?.event.kind !== "message") return undefined;
-    if (JSON.stringify(first.event.message) === JSON.stringify(message)) return undefined;
-    return `message id '${message.id}' was applied at CHAT sequence ${firstSeq} with different content; a message id is applied once, so this copy is ignored: publish a changed message under a new id`;
-  }
-
-  async #deadLetter(entry: ChatEntry, reason: string): Promise<void> {
-    const { js, names, metrics, log } = this.#ctx;
-    await this.#retry("publish a dead letter", () =>
-      publishDeadLetter(js, names, {
-        reason,
-        subject: entry.subject,
-        data: entry.data,
-        seq: entry.seq,
-        maxPayload: this.#ctx.maxPayload(),
-      }),
-    );
-    metrics.add(METRIC.deadLetters);
-    log.warn(`dead letter: ${entry.subject} #${entry.seq}: ${reason}`);
+    return this.#rejections.skipped(entry, skips);
   }
 
   #countStats(before: ThreadState["stats"], after: ThreadState["stats"]): void {
@@ -958,48 +597,24 @@ export class ThreadSlot {
   async #publishOutbox(): Promise<void> {
     const outbox = this.#state().outbox;
     if (outbox.length === 0) return;
-    const { history, metrics } = this.#ctx;
-    await Promise.all(
-      outbox.map((node) =>
-        this.#retry(`publish free node ${node.level}:${node.index} to HISTORY`, () =>
-          history.publish({
-            thread: this.thread,
-            level: node.level,
-            index: node.index,
-            text: node.text,
-            until: node.until,
-            by: "free",
-            ...(node.message ? { message: node.message } : {}),
-          }),
-        ),
-      ),
-    );
-    for (const node of outbox) {
-      metrics.add(METRIC.summaries, 1, {
-        kind: node.level === 0 ? "leaf" : "merge",
-        source: "free",
-      });
-    }
+    await publishOutbox(this.#tools, outbox);
     this.#send({ type: "outbox.published", count: outbox.length });
   }
 
   /** Writes the actor state, fenced on its revision; retried in place until it is stored. */
   async #save(): Promise<void> {
     const { buckets } = this.#ctx;
-    if (this.#unclaimedDue()) await this.#claimUnclaimed();
+    if (this.#ids.due(this.#state())) await this.#ids.flush(this.#state());
     // The events applied so far are in the state written below: acknowledged once it is stored.
-    const acks = this.#unacked;
-    const hadChat = this.#unsavedSince !== undefined;
-    this.#unacked = [];
-    this.#unsavedSince = undefined;
+    const { acks, hadChat } = this.#acks.takeForSave();
     const record = toPersisted(
       this.thread,
-      this.#seen,
+      this.#cursor.seen,
       this.#erasing,
       persistedSnapshotOf(this.#actor as Actor<ThreadMachine>, this.#persistedShell),
     );
     try {
-      this.#actorRevision = await this.#retry(
+      this.#actorRevision = await this.#tools.retry(
         "save actor state",
         () =>
           saveRecord(
@@ -1013,20 +628,15 @@ export class ThreadSlot {
       );
       this.#checkAlive();
     } catch (err) {
-      // Not acknowledged: still this slot's to give up when it ends.
-      this.#unacked = acks.concat(this.#unacked);
+      this.#acks.putBack(acks);
       throw err;
     }
     this.#dirty = false;
     this.#ctx.metrics.add(METRIC.stateSaves);
-    this.#ack(acks);
+    this.#acks.ack(acks);
     if (BusyIndex.isBusy(this.#state()) !== this.#busyListed) await this.#syncBusy();
     // The outline of what was just stored: written now unless one was written very recently.
-    if (hadChat && this.#snapshotWanted) {
-      if (Date.now() - this.#lastSnapshotAt >= this.#ctx.snapshotDelayMs)
-        await this.#writeSnapshot();
-      else this.#requestSnapshot();
-    }
+    if (hadChat) await this.#snapshots.afterSave(() => this.#state());
   }
 
   /** Lists the thread in the busy index while its stored state has work outstanding. */
@@ -1034,7 +644,7 @@ export class ThreadSlot {
     const busy = BusyIndex.isBusy(this.#state());
     if (busy === this.#busyListed) return;
     const index = this.#ctx.busy;
-    await this.#retry(busy ? "list the thread as busy" : "unlist the thread as busy", () =>
+    await this.#tools.retry(busy ? "list the thread as busy" : "unlist the thread as busy", () =>
       busy ? index.mark(this.thread) : index.unmark(this.thread),
     );
     this.#busyListed = busy;
@@ -1042,104 +652,27 @@ export class ThreadSlot {
 
   /**
    * thread.deleted: the tombstone (deleted, `erasing`) is saved first so a crash finishes the
-   * job on restart; summaries in flight are stopped so none lands after the purge; then
-   * CHAT up to the delete, HISTORY, the id index and the snapshot are erased, in that order.
+   * job on restart; summaries in flight are stopped so none lands after the purge; then the
+   * eraser purges the thread's streams (eraser.ts) and the chart moves on to `deleted`.
    */
   async #erase(): Promise<void> {
-    const { jsm, names, subjects, buckets } = this.#ctx;
     this.#erasing = true;
     await this.#jobs?.stop();
     this.#jobs = undefined;
     // Its nodes are gone with it: a new thread of the same id starts with nothing refused.
     this.#ctx.refusals.forget(this.thread);
-    clearTimeout(this.#snapshotTimer);
-    this.#snapshotTimer = undefined;
-    this.#snapshotWanted = false;
+    this.#snapshots.forget();
     await this.#save();
-    // CHAT first and the snapshot last: the API answers 404 once a thread has neither, so while
-    // the erase runs (one delete per message on servers before 2.10) it can fail a request for
-    // the thread, but never serve its messages as a thread without a snapshot.
-    await this.#purgeChat();
-    const purge = this.#ctx.purgeBySubject;
-    await this.#retry("erase the thread's summaries", () =>
-      eraseSubject(jsm, names.historyStream, subjects.threadHistory(this.thread), { purge }),
-    );
-    await this.#retry("erase the message id index", () =>
-      eraseSubject(
-        jsm,
-        kvStream(buckets.names.ids),
-        kvSubject(buckets.names.ids, `${this.thread}.>`),
-        { purge },
-      ),
-    );
-    await this.#retry("erase the snapshot", () =>
-      eraseSubject(jsm, kvStream(names.kvBucket), kvSubject(names.kvBucket, this.thread), {
-        purge,
-      }),
-    );
-    this.#snapshotRevision = 0;
+    await eraseThread(this.#tools, this.#cursor.seen);
+    this.#snapshots.revision = 0;
     this.#erasing = false;
     this.#erasedAt = undefined;
     this.#send({ type: "erase.done" });
   }
 
-  /** Purges the thread's CHAT events handled so far (dead-lettered ones keep their bytes in DEAD). */
-  async #purgeChat(): Promise<void> {
-    const { jsm, names, subjects } = this.#ctx;
-    await this.#retry("erase the thread's chat events", () =>
-      eraseSubject(jsm, names.chatStream, subjects.threadChat(this.thread), {
-        below: this.#seen + 1,
-        purge: this.#ctx.purgeBySubject,
-      }),
-    );
-    // Only a purge can move the consumer (see services/nats/erase.ts); deletes leave it where it
-    // was. Either way no slot counts on having been given every event until each reads CHAT once.
-    this.#ctx.deliveries.interrupt();
-  }
-
-  // -------------------------------------------------------------------------------------------
-  // Snapshots
-
-  /** A save in `ms` at the latest (an earlier one already scheduled stands). */
-  #scheduleSave(ms: number): void {
-    const at = Date.now() + Math.max(0, ms);
-    if (this.#saveTimer && this.#saveAt <= at) return;
-    clearTimeout(this.#saveTimer);
-    this.#saveAt = at;
-    this.#saveTimer = setTimeout(
-      () => {
-        this.#saveTimer = undefined;
-        this.#saveDue = true;
-        this.#kick();
-      },
-      Math.max(0, ms),
-    );
-  }
-
-  /** At most one snapshot write per `snapshotDelayMs`, whatever the event rate. */
-  #requestSnapshot(): void {
-    this.#snapshotWanted = true;
-    if (this.#snapshotTimer) return;
-    this.#snapshotTimer = setTimeout(() => {
-      this.#snapshotTimer = undefined;
-      this.#snapshotDue = true;
-      this.#kick();
-    }, this.#ctx.snapshotDelayMs);
-  }
-
   async #writeSnapshot(): Promise<void> {
     // Chat events not stored yet: the save that stores them writes the snapshot.
-    if (this.#unsavedSince !== undefined) return;
-    this.#snapshotWanted = false;
-    const core = this.#state();
-    if (core.deleted) return;
-    this.#lastSnapshotAt = Date.now();
-    this.#snapshotRevision = await writeSnapshot(
-      this.#ctx,
-      this.thread,
-      toSnapshot(core),
-      this.#snapshotRevision,
-      this.#abort.signal,
-    );
+    if (this.#acks.unsaved) return;
+    await this.#snapshots.write(this.#state());
   }
 }

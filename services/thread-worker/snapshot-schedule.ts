@@ -1,0 +1,66 @@
+import { toSnapshot } from "../../shared/snapshot.ts";
+import type { ThreadState } from "../../shared/thread.ts";
+import type { SlotTools } from "./slot-tools.ts";
+import { writeSnapshot } from "./snapshot-writer.ts";
+
+/**
+ * When a thread's outline snapshot is written: at most once per `snapshotDelayMs` whatever the
+ * event rate, and never showing a chat event before the state that holds it is stored (a crash
+ * cannot make the outline go back on the log).
+ */
+export class SnapshotSchedule {
+  readonly #tools: SlotTools;
+  readonly #due: () => void;
+  /** The outline changed since the last write. */
+  wanted = false;
+  /** The delay is over: the loop writes it. */
+  isDue = false;
+  /** The snapshot bucket's revision of the thread's key (0: none). */
+  revision = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #lastAt = 0;
+
+  /** `due` is called when a requested write may run. */
+  constructor(tools: SlotTools, due: () => void) {
+    this.#tools = tools;
+    this.#due = due;
+  }
+
+  /** A write within `snapshotDelayMs`. */
+  request(): void {
+    this.wanted = true;
+    if (this.#timer) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.isDue = true;
+      this.#due();
+    }, this.#tools.ctx.snapshotDelayMs);
+  }
+
+  /** After a save that stored chat events: the write now, unless one went out very recently. */
+  async afterSave(core: () => ThreadState): Promise<void> {
+    if (!this.wanted) return;
+    if (Date.now() - this.#lastAt >= this.#tools.ctx.snapshotDelayMs) await this.write(core());
+    else this.request();
+  }
+
+  async write(core: ThreadState): Promise<void> {
+    this.wanted = false;
+    if (core.deleted) return;
+    this.#lastAt = Date.now();
+    const { ctx, thread, signal } = this.#tools;
+    this.revision = await writeSnapshot(ctx, thread, toSnapshot(core), this.revision, signal);
+  }
+
+  /** No write is scheduled (the slot ends, or the thread is erased: `forget`). */
+  cancel(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** The thread is erased: nothing to write, and its key is gone. */
+  forget(): void {
+    this.cancel();
+    this.wanted = false;
+  }
+}
