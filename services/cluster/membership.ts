@@ -124,6 +124,10 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
   let seenRevision = 0;
   const holders = new Map<number, { member: string; revision: number }>();
   const owned = new Set<number>();
+  /** Our leases' revisions, from our own writes. */
+  const mine = new Map<number, number>();
+  /** The newest revision known of each lease key, ours or seen in the watch. */
+  const leaseRevisions = new Map<number, number>();
   let leaving = false;
   let stopped = false;
 
@@ -150,6 +154,9 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
       else beats.delete(who);
     } else if (e.key.startsWith("lease.")) {
       const k = Number(e.key.slice("lease.".length));
+      // Our own writes are recorded when made: an older event arriving later must not undo them.
+      if (e.revision < (leaseRevisions.get(k) ?? 0)) return;
+      leaseRevisions.set(k, e.revision);
       if (e.operation === "PUT")
         holders.set(k, { member: e.json<{ member: string }>().member, revision: e.revision });
       else holders.delete(k);
@@ -246,7 +253,13 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
         plan.release.map(async (k) => {
           owned.delete(k);
           const h = holders.get(k);
-          await kv.delete(leaseKey(k), h ? { previousSeq: h.revision } : {}).catch(() => undefined);
+          // On our own lease's revision: a lease someone took meanwhile is theirs to keep.
+          const rev = mine.get(k) ?? h?.revision;
+          mine.delete(k);
+          await kv
+            .delete(leaseKey(k), rev === undefined ? {} : { previousSeq: rev })
+            .then(() => holders.delete(k))
+            .catch(() => undefined);
         }),
       );
       log.info(`cluster: handed over partitions ${plan.release.join(",")}`);
@@ -261,12 +274,20 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
           const value = JSON.stringify({ member: id, since: new Date().toISOString() });
           const h = holders.get(k);
           try {
+            let revision: number;
             if (h) {
-              await kv.update(leaseKey(k), value, h.revision);
+              revision = await kv.update(leaseKey(k), value, h.revision);
               takeover = true;
+              log.warn(
+                `cluster: taking partition ${k} from ${h.member}, silent for over ${failoverMs} ms`,
+              );
             } else {
-              await kv.create(leaseKey(k), value);
+              revision = await kv.create(leaseKey(k), value);
             }
+            // Known at once, before the watch says so: the next plan must not see the old holder.
+            mine.set(k, revision);
+            holders.set(k, { member: id, revision });
+            leaseRevisions.set(k, Math.max(leaseRevisions.get(k) ?? 0, revision));
             taken.push(k);
           } catch {
             // Another member was first, or the holder came back: the watch tells.
@@ -336,7 +357,14 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
       const rest = [...owned];
       if (rest.length > 0) {
         await options.release(rest);
-        await Promise.all(rest.map((k) => kv.delete(leaseKey(k)).catch(() => undefined)));
+        await Promise.all(
+          rest.map((k) => {
+            const rev = mine.get(k);
+            return kv
+              .delete(leaseKey(k), rev === undefined ? {} : { previousSeq: rev })
+              .catch(() => undefined);
+          }),
+        );
         owned.clear();
       }
       await kv.delete(memberKey(id)).catch(() => undefined);
