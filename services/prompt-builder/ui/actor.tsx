@@ -68,7 +68,7 @@ export function ActorPanel(props: {
               {shown.map((t, i) => (
                 <tr key={`${t.at}-${i}`}>
                   <td class="mono muted">{clock(t.at)}</td>
-                  <td class="mono">
+                  <td class="mono states">
                     <span class={`state ${stateTone(t.from)}`}>{t.from}</span>
                     <span class="arrow"> → </span>
                     <span class={`state ${stateTone(t.to)}`}>{t.to}</span>
