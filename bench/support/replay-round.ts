@@ -8,7 +8,12 @@ export interface SideMeasure {
 }
 
 export interface RoundMeasure {
+  /** The replay's own ordered read with a no-op callback (the baseline). */
   raw: SideMeasure & { read: number };
+  /** nats.js's ordered consumer, reading the same. */
+  natsjs: SideMeasure & { read: number };
+  /** `outline replay --all --into BUCKET`: the replay writing every snapshot. */
+  into: SideMeasure;
   replay: SideMeasure & { calls: number };
 }
 
