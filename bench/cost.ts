@@ -1,7 +1,8 @@
 // Cost and cache on a realistic conversation (20,000 messages by default): model calls per message,
 // summarizer input/output bytes per message, the share of each turn's prompt that is byte-identical
 // to the previous turn's prefix (what a provider cache reads), and prompt size over time. Ours side
-// by side with two baselines written here: a sliding window and a rolling summary.
+// by side with baselines written here: a sliding window and a rolling summary, each dropping on
+// every turn past its budget and, fairer to caches, in batched cuts as ours does.
 import { mkdirSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import type { Message } from "../shared/events.ts";
@@ -178,17 +179,25 @@ function ours(log: readonly Message[], group: number, prompts = true): Strategy 
   return s;
 }
 
-/** Keeps the newest messages that fit the same total budget as ours (tail[1] + outline[1]/4 tokens). */
-function slidingWindow(log: readonly Message[]): Strategy {
-  const s = strategy("sliding window");
+/**
+ * Keeps the newest messages that fit the same total budget as ours (tail[1] + outline[1]/4
+ * tokens). `overflow` drops the oldest on every turn past the budget (the prefix moves each
+ * turn); `cut` lets the window grow to the budget, then drops as many tokens as our cut does
+ * (tail[1] - tail[0]) at once, so the prefix stays the same between cuts, as ours does.
+ */
+function slidingWindow(log: readonly Message[], mode: "overflow" | "cut"): Strategy {
+  const s = strategy(mode === "overflow" ? "sliding window" : "sliding window, batched cuts");
   const budget = settings.tail[1] + settings.outline[1] / 4;
+  const keepTo = mode === "overflow" ? budget : budget - (settings.tail[1] - settings.tail[0]);
   const window: { message: Message; cost: number }[] = [];
   let tokens = 0;
   for (const message of log) {
     const cost = estimateMessageTokens(message);
     window.push({ message, cost });
     tokens += cost;
-    while (tokens > budget && window.length > 1) tokens -= window.shift()?.cost ?? 0;
+    if (tokens > budget) {
+      while (tokens > keepTo && window.length > 1) tokens -= window.shift()?.cost ?? 0;
+    }
     turn(
       s,
       window.map((w) => wholeMessage(w.message, AGENT, null)),
@@ -273,7 +282,8 @@ export async function run(): Promise<Record<string, number>> {
     ["outline", (log) => ours(log, settings.group)],
     // The agent's prompts do not depend on the grouping: only the summarizer's figures are kept.
     ["outline_single", (log) => ours(log, 1, false)],
-    ["sliding", slidingWindow],
+    ["sliding", (log) => slidingWindow(log, "overflow")],
+    ["sliding_batched", (log) => slidingWindow(log, "cut")],
     ["rolling", (log) => rollingSummary(log, "overflow")],
     ["rolling_batched", (log) => rollingSummary(log, "cut")],
   ];
@@ -308,7 +318,7 @@ export async function run(): Promise<Record<string, number>> {
   mkdirSync(new URL("../docs/", import.meta.url), { recursive: true });
   const rolling = (xs: number[], w = 200) =>
     xs.map((_, i) => mean(xs.slice(Math.max(0, i - w + 1), i + 1)) * 100);
-  const colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
+  const colors = ["#1f77b4", "#d62728", "#2ca02c", "#98df8a", "#9467bd", "#c5b0d5"];
   // One node a call sends the agent the same prompts as ours: only the summarizer figures differ.
   const charted = all.filter((s) => s.sizes.length > 0);
   renderChart(new URL("../docs/cost-and-cache.png", import.meta.url).pathname, [
