@@ -18,6 +18,8 @@ export class SnapshotSchedule {
   /** The snapshot bucket's revision of the thread's key (0: none). */
   revision = 0;
   #timer: NodeJS.Timeout | undefined;
+  /** When the waiting timer fires. */
+  #at = 0;
   #lastAt = 0;
 
   /** `due` is called when a requested write may run. */
@@ -26,15 +28,21 @@ export class SnapshotSchedule {
     this.#due = due;
   }
 
-  /** A write within `snapshotDelayMs`. */
-  request(): void {
+  /**
+   * A write within `snapshotDelayMs`, or within `ms` (a summary-only burst while behind waits a
+   * linger). A sooner request than one already waiting replaces it.
+   */
+  request(ms: number = this.#tools.ctx.snapshotDelayMs): void {
     this.wanted = true;
-    if (this.#timer) return;
+    const at = Date.now() + ms;
+    if (this.#timer && this.#at <= at) return;
+    clearTimeout(this.#timer);
+    this.#at = at;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.isDue = true;
       this.#due();
-    }, this.#tools.ctx.snapshotDelayMs);
+    }, ms);
   }
 
   /** After a save that stored chat events: the write now, unless one went out very recently. */
