@@ -81,7 +81,8 @@ function plans(names: InfraNames, replicas: number, deletesOneByOne: boolean): P
       config: {
         ...keepAll,
         name: names.chatStream,
-        description: "Chat events in: message.created and thread.deleted per thread (README.md, The contract)",
+        description:
+          "Chat events in: message.created and thread.deleted per thread (README.md, The contract)",
         subjects: [...s.chatStreamSubjects],
         allow_direct: true,
       },
