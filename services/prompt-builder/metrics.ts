@@ -68,6 +68,18 @@ export function createMetrics(nc: NatsConnection, options: MetricsOptions): ApiM
 
   async function workerText(): Promise<string> {
     try {
+      // Partitioned, every member answers on `.members` with its samples labelled: all of them.
+      const members: string[] = [];
+      try {
+        const answers = await nc.requestMany(`${options.workerSubject}.members`, undefined, {
+          strategy: "timer",
+          maxWait: Math.min(300, options.workerTimeoutMs ?? 1_000),
+        });
+        for await (const m of answers) if (m.data.length > 0) members.push(m.string());
+      } catch {
+        // No partitioned worker answers (single mode): the queue group below.
+      }
+      if (members.length > 0) return members.map((t) => (t.endsWith("\n") ? t : `${t}\n`)).join("");
       const reply = await nc.request(options.workerSubject, undefined, {
         timeout: options.workerTimeoutMs ?? 1_000,
       });

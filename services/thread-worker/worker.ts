@@ -108,6 +108,26 @@ export interface ThreadWorker {
 export const workerMetricsSubject = (names: InfraNames): string =>
   `${names.apiPrefix}.metrics.worker`;
 
+/** Partitioned mode: every member answers here, each sample labelled `member="<id>"`. */
+export const memberMetricsSubject = (names: InfraNames): string =>
+  `${workerMetricsSubject(names)}.members`;
+
+/** Prometheus text with `name="value"` added to every sample line. */
+export function labelSamples(text: string, name: string, value: string): string {
+  const label = `${name}="${value.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+  return text
+    .split("\n")
+    .map((line) => {
+      if (line === "" || line.startsWith("#")) return line;
+      const brace = line.indexOf("{");
+      const space = line.indexOf(" ");
+      if (brace >= 0 && brace < space)
+        return `${line.slice(0, brace + 1)}${label},${line.slice(brace + 1)}`;
+      return `${line.slice(0, space)}{${label}}${line.slice(space)}`;
+    })
+    .join("\n");
+}
+
 export const DEFAULT_IDLE_MS = 60_000;
 /** Whole messages a thread holds at most while its summaries lag (OUTLINE_BACKLOG_LIMIT). */
 export const DEFAULT_BACKLOG_LIMIT = 4_000;
@@ -471,6 +491,20 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     },
   });
 
+  // Partitioned: every member answers on `<subject>.members` too, its samples labelled with its
+  // member id, so a scrape gathers all of them (metrics per member, docs/scale-out.md).
+  const memberMetricsSub: Subscription | undefined = membership
+    ? nc.subscribe(memberMetricsSubject(names), {
+        callback: (err, msg) => {
+          if (err) return;
+          void renderMetrics().then(
+            (text) => msg.respond(labelSamples(text, "member", membership.id)),
+            () => {},
+          );
+        },
+      })
+    : undefined;
+
   let stopped = false;
   return {
     registry,
@@ -495,6 +529,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       await Promise.allSettled([...background]);
       stopping.abort();
       metricsSub.unsubscribe();
+      memberMetricsSub?.unsubscribe();
       actorFeed.stop();
       inbox.close();
     },
@@ -512,6 +547,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       messages?.stop();
       registry.abandon();
       metricsSub.unsubscribe();
+      memberMetricsSub?.unsubscribe();
       actorFeed.stop();
       inbox.close();
     },

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { partitionMappings } from "../../services/cluster/server-config.ts";
 import { clusterView } from "../../services/cluster/view.ts";
+import { memberMetricsSubject } from "../../services/thread-worker/worker.ts";
 import {
   expectMatchesCleanRun,
   faultScope,
@@ -48,6 +49,14 @@ describe("partitioned workers on one server", () => {
     const split = await view();
     expect(split.partitions).toBe(PARTITIONS);
     expect(Object.keys(split.leases)).toHaveLength(PARTITIONS);
+    // Metrics per member: each answers on the members subject with its samples labelled.
+    const answers = await h.nc.requestMany(`${memberMetricsSubject(names)}`, undefined, {
+      strategy: "timer",
+      maxWait: 1_000,
+    });
+    const labelled: string[] = [];
+    for await (const m of answers) labelled.push(/member="([^"]+)"/.exec(m.string())?.[1] ?? "");
+    expect(labelled.sort()).toEqual(split.members.map((m) => m.id).sort());
 
     const threads = Array.from({ length: 20 }, (_, i) => `h${i}`);
     const publish = (from: number, to: number) =>
