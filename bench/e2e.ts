@@ -331,6 +331,8 @@ async function runVariant(variant: Variant): Promise<Record<string, number>> {
     console.log(
       `  base ${BASE_ROOT}: rounds (msg/s) ${rates(baseRounds)}; best ${baseRate} msg/s; ours/base ${(ourRate / baseRate).toFixed(3)}`,
     );
+    const cpus = (xs: Measured[]) => xs.map((x) => cpuS(x.childCpuMs)).join(", ");
+    console.log(`  worker CPU s per round: ours ${cpus(ourRounds)}; base ${cpus(baseRounds)}`);
   }
   const pairRatios = ourRounds.map((o, i) => (raws[i] as Measured).ms / o.ms).sort((a, b) => a - b);
   const pairMedian = Number((pairRatios[Math.floor(pairRatios.length / 2)] ?? NaN).toFixed(3));

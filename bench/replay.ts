@@ -87,7 +87,9 @@ export async function run(): Promise<Record<string, number>> {
       if (base && round % 2 === 1) {
         const b = await oneRound(`${base}/bench/support/replay-rounds.ts`);
         if (!bestBase || b.replay.ms < bestBase.replay.ms) bestBase = b;
-        console.log(`  round ${round + 1} base: replay ${(b.replay.ms / 1000).toFixed(2)} s`);
+        console.log(
+          `  round ${round + 1} base: replay ${(b.replay.ms / 1000).toFixed(2)} s, ${(b.replay.cpuMs / 1000).toFixed(2)} CPU s`,
+        );
       }
       const m = await oneRound("bench/support/replay-rounds.ts");
       calls += m.replay.calls;
@@ -96,12 +98,14 @@ export async function run(): Promise<Record<string, number>> {
       if (!bestInto || m.into.ms < bestInto.ms) bestInto = m.into;
       if (!best || m.replay.ms < best.replay.ms) best = m;
       console.log(
-        `  round ${round + 1}: raw read ${(m.raw.ms / 1000).toFixed(2)} s (nats.js ${(m.natsjs.ms / 1000).toFixed(2)} s), replay ${(m.replay.ms / 1000).toFixed(2)} s (${(m.raw.ms / m.replay.ms).toFixed(3)}), --into ${(m.into.ms / 1000).toFixed(2)} s (${(m.raw.ms / m.into.ms).toFixed(3)})`,
+        `  round ${round + 1}: raw read ${(m.raw.ms / 1000).toFixed(2)} s (nats.js ${(m.natsjs.ms / 1000).toFixed(2)} s), replay ${(m.replay.ms / 1000).toFixed(2)} s, ${(m.replay.cpuMs / 1000).toFixed(2)} CPU s (${(m.raw.ms / m.replay.ms).toFixed(3)}), --into ${(m.into.ms / 1000).toFixed(2)} s (${(m.raw.ms / m.into.ms).toFixed(3)})`,
       );
       if (base && round % 2 === 0) {
         const b = await oneRound(`${base}/bench/support/replay-rounds.ts`);
         if (!bestBase || b.replay.ms < bestBase.replay.ms) bestBase = b;
-        console.log(`  round ${round + 1} base: replay ${(b.replay.ms / 1000).toFixed(2)} s`);
+        console.log(
+          `  round ${round + 1} base: replay ${(b.replay.ms / 1000).toFixed(2)} s, ${(b.replay.cpuMs / 1000).toFixed(2)} CPU s`,
+        );
       }
     }
     if (!best || !bestRaw || !bestNatsjs || !bestInto)

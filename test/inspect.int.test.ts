@@ -68,10 +68,10 @@ describe("outline inspect", () => {
       expect.stringMatching(/^insp-a {2}actor registered \(session x:\d+\)$/),
       "insp-a  (new) --xstate.init--> active.idle  (count=0 boundary=0 lines=0 jobs=0)",
       "insp-a  active.idle --message.created--> active.idle  (count=1 boundary=0 lines=0 jobs=0 held=1)",
-      "insp-a  active.idle --message.created--> active.cutting  (count=2 boundary=0 lines=0 jobs=2)",
-      "insp-a  active.cutting --message.created--> active.cutting  (count=3 boundary=0 lines=0 jobs=3)",
-      "insp-a  active.cutting --message.created--> active.cutting  (count=4 boundary=0 lines=0 jobs=4)",
-      "insp-a  active.cutting --summary.built--> active.cutting  (count=4 boundary=1 lines=1 jobs=3)",
+      "insp-a  active.idle --message.created--> active.cutting  (count=2 boundary=0 lines=0 jobs=2 waits=0+1)",
+      "insp-a  active.cutting --message.created--> active.cutting  (count=3 boundary=0 lines=0 jobs=3 waits=0+1)",
+      "insp-a  active.cutting --message.created--> active.cutting  (count=4 boundary=0 lines=0 jobs=4 waits=0+1)",
+      "insp-a  active.cutting --summary.built--> active.cutting  (count=4 boundary=1 lines=1 jobs=3 waits=1+1)",
     ]);
   });
 

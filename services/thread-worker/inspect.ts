@@ -50,6 +50,8 @@ function summarizeContext(context: MachineContext): MachineContext {
     held: heldBack(core as unknown as ThreadState),
     cuts: length(core.cuts),
     deleted: core.deleted,
+    // The node (line name) the next cut or merge batch waits for.
+    waitingFor: (context as { waitingFor?: unknown }).waitingFor ?? null,
     seq: core.seq,
     stats: core.stats,
   };

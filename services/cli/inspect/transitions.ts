@@ -33,7 +33,8 @@ function detailOf(snapshot: unknown): string {
   const n = (v: unknown): string => (typeof v === "number" ? String(v) : "?");
   const held = Number(c.held ?? 0);
   const jobs = Number(c.wanted ?? 0) + Number(c.inflight ?? 0) - held;
-  return `count=${n(c.count)} boundary=${n(c.boundary)} lines=${n(c.outlineLines)} jobs=${jobs}${held > 0 ? ` held=${held}` : ""}`;
+  const waits = typeof c.waitingFor === "string" ? ` waits=${c.waitingFor}` : "";
+  return `count=${n(c.count)} boundary=${n(c.boundary)} lines=${n(c.outlineLines)} jobs=${jobs}${held > 0 ? ` held=${held}` : ""}${waits}`;
 }
 
 function timeOf(createdAt: unknown): Date {
