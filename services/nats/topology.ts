@@ -43,6 +43,8 @@ export interface Topology {
 // The platform publishes each message with Nats-Msg-Id = its id; two minutes absorbs a publisher's
 // retries. Beyond it the actor itself recognises an id it has applied.
 const DUPLICATE_WINDOW_MS = 2 * 60_000;
+/** How long a stream or bucket creation may take (R3 on a busy cluster takes seconds). */
+const TOPOLOGY_TIMEOUT_MS = 20_000;
 
 type Plan = {
   needs: StreamNeeds;
@@ -242,7 +244,8 @@ export async function ensureTopology(
   const replicas = options.replicas ?? 1;
   let jsm: JetStreamManager;
   try {
-    jsm = await jetstreamManager(nc);
+    // Creating R3 streams is a Raft write on every node: slow on a loaded cluster.
+    jsm = await jetstreamManager(nc, { timeout: TOPOLOGY_TIMEOUT_MS });
   } catch (err) {
     throw new TopologyError(
       `JetStream is not available on ${nc.getServer()} (NATS_URL): ${(err as Error).message}; start nats-server with JetStream ('nats-server -js') or enable it for this account`,
@@ -251,7 +254,7 @@ export async function ensureTopology(
   }
   const deletesOneByOne = !purgeBySubjectIsSafe(nc.info?.version);
   for (const plan of plans(names, replicas, deletesOneByOne)) await ensureStream(jsm, plan);
-  const js = jetstream(nc);
+  const js = jetstream(nc, { timeout: TOPOLOGY_TIMEOUT_MS });
   const kv = await ensureBucket(jsm, js, names, replicas, deletesOneByOne);
   return { js, jsm, kv };
 }
