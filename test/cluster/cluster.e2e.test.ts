@@ -24,6 +24,7 @@ import {
   type Harness,
 } from "../support/thread-worker.ts";
 import { Instance } from "./instance.ts";
+import { freePort } from "../../services/start/processes.ts";
 
 // SPEC §9 on a local 3-node cluster with R3 streams, instances as `npm start` processes. Heavy:
 // the e2e project runs it once. (a) a SIGKILLed instance, (b) a 4th joining, (c) the CHAT
@@ -40,7 +41,6 @@ let dir: string;
 let cluster: LocalCluster;
 let h: Harness | undefined;
 const instances: Instance[] = [];
-let nextPort = 16_100;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "outline-cluster-"));
@@ -75,15 +75,16 @@ async function setUp(n: InfraNames): Promise<Harness> {
 async function startReady(n: InfraNames, count: number): Promise<Instance[]> {
   const started: Instance[] = [];
   for (let i = 0; i < count; i++) {
-    const instance = start(n);
+    const instance = await start(n);
     await instance.ready();
     started.push(instance);
   }
   return started;
 }
 
-function start(n: InfraNames, extra: Record<string, string> = {}): Instance {
-  const i = new Instance(cluster.url, n, SMALL, nextPort++, extra);
+// A free port each: a fixed range collided with a leftover listener in a full-suite run.
+async function start(n: InfraNames, extra: Record<string, string> = {}): Promise<Instance> {
+  const i = new Instance(cluster.url, n, SMALL, await freePort("127.0.0.1"), extra);
   instances.push(i);
   return i;
 }
@@ -234,7 +235,7 @@ describe("many instances on a 3-node cluster (SPEC §9)", () => {
     const threads = threadsOf("b", 80);
     const { snapshots, actors } = await watchBoth(hh);
     await publishAll(hh, threads, 0, 20);
-    const fourth = start(names.b);
+    const fourth = await start(names.b);
     await Promise.all([fourth.ready(), publishAll(hh, threads, 20, 40)]);
     await settle(hh, threads, [...three, fourth]);
     snapshots.stop();
@@ -282,7 +283,7 @@ describe("many instances on a 3-node cluster (SPEC §9)", () => {
       next += 4;
       expect(exit.code, old.output.slice(-2_000)).toBe(0);
       expect(old.output).toContain("cluster: handed over partitions");
-      const fresh = start(names.d);
+      const fresh = await start(names.d);
       live = [...live.slice(1), fresh];
       await fresh.ready();
     }
