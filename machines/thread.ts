@@ -113,6 +113,7 @@ const threadEvents = {
   "summary.failed": { actions: apply },
   "jobs.resume": { actions: apply },
   "outbox.published": { actions: apply },
+  "settings.changed": { actions: apply },
   "thread.deleted": { target: "#thread.erasing", actions: apply },
 } as const;
 

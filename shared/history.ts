@@ -18,3 +18,17 @@ export const summaryEventSchema = z.object({
   message: z.object({ id: z.string(), seq: z.number().int().min(0) }).optional(),
 });
 export type SummaryEvent = z.infer<typeof summaryEventSchema>;
+
+/**
+ * The settings a thread runs under from CHAT sequence `from` on (README, Settings), on HISTORY
+ * at `history.<thread>.settings.<from>`: written by the worker before the first event it applies
+ * under them, read by a replay to apply them at the same event.
+ */
+export const settingsEventSchema = z.object({
+  thread: threadIdSchema,
+  from: z.number().int().min(0),
+  line: z.number().int().min(1),
+  tail: z.tuple([z.number().int().min(0), z.number().int().min(0)]),
+  outline: z.tuple([z.number().int().min(0), z.number().int().min(0)]),
+});
+export type SettingsEvent = z.infer<typeof settingsEventSchema>;

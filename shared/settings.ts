@@ -19,6 +19,26 @@ export interface CoreSettings {
 }
 
 /** Every setting of SPEC §3, parsed. */
+/**
+ * The settings a thread runs under: they may change while it exists (from its next event) and
+ * are recorded in its log (HISTORY), so a replay reproduces them without being told.
+ */
+export type ThreadSettings = Pick<CoreSettings, "line" | "tail" | "outline">;
+
+export function threadSettingsOf(settings: ThreadSettings): ThreadSettings {
+  return { line: settings.line, tail: [...settings.tail], outline: [...settings.outline] };
+}
+
+export function sameThreadSettings(a: ThreadSettings, b: ThreadSettings): boolean {
+  return (
+    a.line === b.line &&
+    a.tail[0] === b.tail[0] &&
+    a.tail[1] === b.tail[1] &&
+    a.outline[0] === b.outline[0] &&
+    a.outline[1] === b.outline[1]
+  );
+}
+
 export interface Settings extends CoreSettings {
   /** `extractive` or `openai/<model>`. */
   summarizer: string;

@@ -1,5 +1,6 @@
 import { nodeId, nodeSize } from "./names.ts";
 import { heldBack, type ThreadState } from "./thread.ts";
+import { threadSettingsOf, type ThreadSettings } from "./settings.ts";
 
 /** One outline line as published (SPEC §8). `bytes` is what it adds to the outline. */
 export interface SnapshotLine {
@@ -32,6 +33,8 @@ export interface OutlineSnapshot {
    * nodes waiting for their summarizer group to fill (HISTORY_GROUP), not counted in `jobs`.
    */
   pending: { jobs: number; cuts: number; merging: boolean; held?: number };
+  /** The line, tail and outline settings the thread runs under (absent in older snapshots). */
+  settings?: ThreadSettings;
 }
 
 export function toSnapshot(state: ThreadState): OutlineSnapshot {
@@ -60,5 +63,6 @@ export function toSnapshot(state: ThreadState): OutlineSnapshot {
       merging: state.batch !== null,
       held: heldBack(state),
     },
+    settings: threadSettingsOf(state.settings),
   };
 }

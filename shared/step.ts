@@ -2,6 +2,7 @@ import { lazyJobFor } from "./job-view.ts";
 import type { Message } from "./events.ts";
 import type { SummaryJob } from "./jobs.ts";
 import type { NodeRef } from "./names.ts";
+import type { ThreadSettings } from "./settings.ts";
 import {
   appendMessage,
   deleteThread,
@@ -10,6 +11,7 @@ import {
   summaryBuilt,
   summaryFailed,
   takeJobs,
+  withSettings,
   type AppendOutcome,
   type ThreadState,
 } from "./thread.ts";
@@ -41,7 +43,9 @@ export type ThreadEvent =
   /** After a restore: summaries that were in flight are asked again. */
   | { type: "jobs.resume" }
   /** The host published the first `count` outbox nodes (free nodes) to HISTORY. */
-  | { type: "outbox.published"; count: number };
+  | { type: "outbox.published"; count: number }
+  /** The thread runs under these line, tail and outline settings from its next event on. */
+  | { type: "settings.changed"; settings: ThreadSettings };
 
 /** A message the thread did not apply, and why. */
 export type Skip = Exclude<AppendOutcome, { type: "applied" }>;
@@ -92,6 +96,9 @@ export function step(core: ThreadState, event: ThreadEvent): Step {
     case "jobs.resume":
       core = dispatch(restartJobs(core), effects);
       break;
+    case "settings.changed":
+      // Nothing visible changes until the next message: no effect.
+      return { core: withSettings(core, event.settings), effects };
     case "outbox.published":
       // Changes neither the outline nor the jobs: no snapshotChanged (the host saves after it).
       return { core: outboxPublished(core, event.count), effects };

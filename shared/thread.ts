@@ -6,7 +6,7 @@ import type { Message } from "./events.ts";
 import { nodeId, nodeLast, type NodeRef } from "./names.ts";
 import { dropNodes, getNode, putNode, type BuiltNode, type NodeStore } from "./nodes.ts";
 import { freeLeafText, freeParentText } from "./render.ts";
-import type { CoreSettings } from "./settings.ts";
+import { threadSettingsOf, type CoreSettings, type ThreadSettings } from "./settings.ts";
 import { estimateMessageTokens } from "./tokens.ts";
 
 /** A message still whole, with its place in the thread and in the stream. */
@@ -134,6 +134,15 @@ export function initialThreadState(
     outbox: [],
     stats: emptyStats(),
   };
+}
+
+/**
+ * The thread runs under other line, tail and outline settings from now on: the next message
+ * appends, makes due, plans a cut and merges by them (a smaller tail cuts at the next message, a
+ * smaller outline merges at the next cut). What was built stays as built.
+ */
+export function withSettings(state: ThreadState, settings: ThreadSettings): ThreadState {
+  return { ...state, settings: { ...state.settings, ...threadSettingsOf(settings) } };
 }
 
 const sameRef = (a: NodeRef, b: NodeRef): boolean => a.level === b.level && a.index === b.index;

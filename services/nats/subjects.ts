@@ -15,6 +15,10 @@ export interface Subjects {
   historyNode(thread: string, level: number, index: number): string;
   /** `thread:level:index`: the Nats-Msg-Id of a node, so a re-published node is stored once. */
   historyMsgId(thread: string, level: number, index: number): string;
+  /** `history.<thread>.settings.<from>`: the settings a thread runs under from CHAT seq `from`. */
+  historySettings(thread: string, from: number): string;
+  /** Reads thread and `from` out of a settings subject; undefined when it is not one. */
+  parseHistorySettings(subject: string): { thread: string; from: number } | undefined;
   /**
    * Every chat subject of one thread, to purge it. Not usable as a consumer filter on
    * nats-server 2.9, which wants a filter inside one stream subject: filter on
@@ -91,6 +95,20 @@ export function subjects(names: InfraNames): Subjects {
       `${history}.${token(thread)}.${nodeNumber("level", level)}.${nodeNumber("index", index)}`,
     historyMsgId: (thread, level, index) =>
       `${token(thread)}:${nodeNumber("level", level)}:${nodeNumber("index", index)}`,
+    historySettings: (thread, from) =>
+      `${history}.${token(thread)}.settings.${nodeNumber("sequence", from)}`,
+    parseHistorySettings(subject) {
+      if (!subject.startsWith(historyDot)) return undefined;
+      const last = subject.lastIndexOf(".");
+      const middle = subject.lastIndexOf(".", last - 1);
+      if (middle <= historyDot.length || subject.slice(middle + 1, last) !== "settings") {
+        return undefined;
+      }
+      const from = decimalIn(subject, last + 1, subject.length);
+      const thread = subject.slice(historyDot.length, middle);
+      if (from === undefined || !THREAD_ID.test(thread)) return undefined;
+      return { thread, from };
+    },
     threadChat: (thread) => `${chat}.${token(thread)}.>`,
     threadHistory: (thread) => `${history}.${token(thread)}.>`,
     stored,

@@ -1,4 +1,4 @@
-import type { SummaryEvent } from "../../shared/history.ts";
+import type { SettingsEvent, SummaryEvent } from "../../shared/history.ts";
 import { parseSummary } from "../../shared/validate.ts";
 import type { InfraNames } from "../config/names.ts";
 import type { DirectReader } from "../nats/direct-reader.ts";
@@ -14,6 +14,8 @@ export interface HistoryNodes {
    * stored one wins, so every reader (and a replay) sees one text per node.
    */
   publish(event: SummaryEvent): Promise<SummaryEvent>;
+  /** Records the settings a thread runs under from CHAT sequence `event.from` on. */
+  recordSettings(event: SettingsEvent): Promise<void>;
 }
 
 const encoder = new TextEncoder();
@@ -44,6 +46,15 @@ export function historyNodes(
   };
   return {
     read,
+    async recordSettings(event) {
+      // Msg-Id: written again after a crash before the event it precedes was saved, it is stored
+      // once within the window; a second copy later says the same and is read the same.
+      await writer.publish(
+        s.historySettings(event.thread, event.from),
+        encoder.encode(JSON.stringify(event)),
+        { msgId: `${event.thread}:settings:${event.from}` },
+      );
+    },
     async publish(event) {
       const subject = s.historyNode(event.thread, event.level, event.index);
       let refused: unknown;

@@ -3,6 +3,7 @@ import { createActor, type Actor } from "xstate";
 import { InvariantError } from "../../shared/errors.ts";
 import type { IdClaim } from "../../shared/message-ids.ts";
 import type { SummaryJob } from "../../shared/jobs.ts";
+import { sameThreadSettings, threadSettingsOf } from "../../shared/settings.ts";
 import type { Effect } from "../../shared/step.ts";
 import { findBuilt, type ThreadState } from "../../shared/thread.ts";
 import { threadMachine, type ThreadMachine } from "../../machines/thread.ts";
@@ -572,19 +573,33 @@ export class ThreadSlot {
       return undefined;
     }
     const claim = claims.get(entry.seq);
-    this.#send({
-      type: "message.created",
-      message: event.message,
-      seq: entry.seq,
-      ...(claim?.type === "duplicate" ? { firstSeq: claim.firstSeq } : {}),
-    });
-    const skips = this.#skips;
-    this.#skips = [];
-    if (skips.length === 0) {
-      metrics.add(METRIC.events, 1, MESSAGE_EVENT);
-      return undefined;
-    }
-    return this.#rejections.skipped(entry, skips);
+    const apply = () => {
+      this.#send({
+        type: "message.created",
+        message: event.message,
+        seq: entry.seq,
+        ...(claim?.type === "duplicate" ? { firstSeq: claim.firstSeq } : {}),
+      });
+      const skips = this.#skips;
+      this.#skips = [];
+      if (skips.length === 0) {
+        metrics.add(METRIC.events, 1, MESSAGE_EVENT);
+        return undefined;
+      }
+      return this.#rejections.skipped(entry, skips);
+    };
+    // The settings a thread runs under are its log's: recorded on HISTORY before the first
+    // message applied under them (a new thread's first, or the first after HISTORY_* changed).
+    const settings = threadSettingsOf(this.#ctx.settings);
+    if (core.count > 0 && sameThreadSettings(core.settings, settings)) return apply();
+    return this.#ctx.history
+      .recordSettings({ thread: this.thread, from: entry.seq, ...settings })
+      .then(() => {
+        if (!sameThreadSettings(this.#state().settings, settings)) {
+          this.#send({ type: "settings.changed", settings });
+        }
+        return apply();
+      });
   }
 
   #countStats(before: ThreadState["stats"], after: ThreadState["stats"]): void {

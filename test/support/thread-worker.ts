@@ -197,6 +197,11 @@ export async function readHistory(h: Harness, thread: string): Promise<Map<strin
   const messages = await consumer.consume({ max_messages: 1_000 });
   try {
     for await (const m of messages) {
+      // The thread's settings records share its HISTORY subjects (README, Settings).
+      if (h.s.parseHistorySettings(m.subject)) {
+        if (m.info.pending === 0) break;
+        continue;
+      }
       const event = summaryEventSchema.parse(m.json());
       const key = `${event.level}:${event.index}`;
       if (nodes.has(key)) throw new Error(`HISTORY holds node ${key} of ${thread} twice`);

@@ -42,7 +42,9 @@ export function compareSnapshots(
   if (stored === undefined) return [{ path: "(snapshot)", stored: "none", rebuilt: "present" }];
   if (rebuilt === undefined) return [{ path: "(snapshot)", stored: "present", rebuilt: "none" }];
   const out: Difference[] = [];
-  walk("", stored, rebuilt, out);
+  // A snapshot stored before snapshots showed their settings is not different for lacking them.
+  const comparable = stored.settings === undefined ? { ...rebuilt, settings: undefined } : rebuilt;
+  walk("", stored, comparable, out);
   return out;
 }
 

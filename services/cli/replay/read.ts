@@ -6,6 +6,7 @@ import type { InfraNames } from "../../config/names.ts";
 import { subjects, type Subjects } from "../../nats/subjects.ts";
 import type { StoredEvent } from "./rebuild.ts";
 import { parseMessage, parseSummary } from "../../../shared/validate.ts";
+import { settingsEventSchema, type SettingsEvent } from "../../../shared/history.ts";
 
 /** The connection a replay reads the streams through. */
 export interface StreamAccess {
@@ -164,6 +165,9 @@ function textOfNode(body: Uint8Array, thread: string): string | undefined {
 /** HISTORY texts per thread; the last event of a subject wins. */
 export type HistoryTexts = Map<string, NodeTextMap>;
 
+/** The settings records of each thread, by `from` (the CHAT sequence they apply from). */
+export type HistorySettings = Map<string, SettingsEvent[]>;
+
 /**
  * Reads the nodes of one thread (`history.<t>.>`) or of all threads into memory; `invalid`
  * counts events on subjects that do not name a node (bodies are checked when asked for).
@@ -173,21 +177,35 @@ export async function readHistory(
   names: InfraNames,
   thread: string | undefined,
   onStart: (total: number) => void = () => {},
-): Promise<{ texts: HistoryTexts; invalid: number }> {
+): Promise<{ texts: HistoryTexts; settings: HistorySettings; invalid: number }> {
   const s = subjects(names);
   const texts: HistoryTexts = new Map();
+  const settings: HistorySettings = new Map();
   let invalid = 0;
   const filter = thread === undefined ? undefined : s.threadHistory(thread);
   await readStream(access, names.historyStream, filter, onStart, (raw) => {
     // Only the subject is read now; the body when the replay asks for the node.
     const where = s.parseHistory(raw.subject);
     if (!where) {
-      invalid += 1;
+      const record = s.parseHistorySettings(raw.subject)
+        ? settingsEventSchema.safeParse(json(raw.data))
+        : undefined;
+      if (!record?.success) {
+        invalid += 1;
+        return;
+      }
+      const list = settings.get(record.data.thread) ?? [];
+      // In stream order; one `from` recorded twice (a retried write) keeps the last.
+      const same = list.findIndex((e) => e.from === record.data.from);
+      if (same >= 0) list.splice(same, 1);
+      list.push(record.data);
+      list.sort((a, b) => a.from - b.from);
+      settings.set(record.data.thread, list);
       return;
     }
     let nodes = texts.get(where.thread);
     if (!nodes) texts.set(where.thread, (nodes = new NodeTextMap(where.thread)));
     nodes.setStored(where.level, where.index, raw.data);
   });
-  return { texts, invalid };
+  return { texts, settings, invalid };
 }

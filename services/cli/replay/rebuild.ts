@@ -1,7 +1,12 @@
 import type { SummaryJob } from "../../../shared/jobs.ts";
 import { jobFor } from "../../../shared/job-view.ts";
 import { claimId } from "../../../shared/message-ids.ts";
-import type { CoreSettings } from "../../../shared/settings.ts";
+import {
+  threadSettingsOf,
+  type CoreSettings,
+  type ThreadSettings,
+} from "../../../shared/settings.ts";
+import type { SettingsEvent } from "../../../shared/history.ts";
 import { step, type ChatLogEvent, type MessageCreated } from "../../../shared/step.ts";
 import type { NodeTextMap } from "./read.ts";
 import { answerByRef, type NodeTexts } from "../../../shared/replay.ts";
@@ -19,10 +24,18 @@ export type StoredEvent = ChatLogEvent & { seq: number };
 /** A node a cut or a merge batch waits for is not in HISTORY: the replay cannot be exact without it. */
 export class MissingNodeError extends Error {
   override readonly name = "MissingNodeError";
-  constructor(readonly job: SummaryJob) {
+  constructor(
+    readonly job: SummaryJob,
+    /** The settings in force, and whether the thread's log recorded them (else this replay's). */
+    settings: ThreadSettings,
+    recorded: boolean,
+  ) {
+    const under = `line ${settings.line}, tail ${settings.tail.join(",")}, outline ${settings.outline.join(",")}`;
     super(
       `node ${job.name} (level ${job.level}, index ${job.index}) of thread '${job.thread}' is not in HISTORY; ` +
-        `rerun with --resummarize to build it with the configured summarizer (HISTORY_SUMMARIZER) and publish it`,
+        (recorded
+          ? `rerun with --resummarize to build it with the configured summarizer (HISTORY_SUMMARIZER) under the thread's own settings (${under}, from its log) and publish it`
+          : `its log records no settings and this replay ran under ${under}: set HISTORY_LINE, HISTORY_TAIL and HISTORY_OUTLINE to the ones the thread ran under (its snapshot shows them, 'outline outline ${job.thread} --json'), then rerun with --resummarize`),
     );
   }
 }
@@ -52,8 +65,31 @@ export class ThreadReplay {
     /** HISTORY texts; nodes built by --resummarize are added to it. */
     private readonly texts: NodeTextMap,
     private readonly resummarize?: Resummarize,
+    /**
+     * The settings records of the thread's log (HISTORY), by `from`: each applies before the
+     * first event at or after its CHAT sequence, as the worker applied it.
+     */
+    private readonly records: readonly SettingsEvent[] = [],
   ) {
     this.s = initialThreadState(thread, settings);
+  }
+
+  private nextRecord = 0;
+
+  /** Applies the settings recorded for events up to `seq`. */
+  private settingsUpTo(seq: number): void {
+    for (
+      let r = this.records[this.nextRecord];
+      r && r.from <= seq;
+      r = this.records[++this.nextRecord]
+    ) {
+      this.s = step(this.s, { type: "settings.changed", settings: threadSettingsOf(r) }).core;
+    }
+  }
+
+  /** The sequence of the next settings record, or Infinity. */
+  private get nextFrom(): number {
+    return this.records[this.nextRecord]?.from ?? Infinity;
   }
 
   get state(): ThreadState {
@@ -81,8 +117,14 @@ export class ThreadReplay {
         i += 1;
         continue;
       }
+      this.settingsUpTo(first.seq);
+      // A run stops before the next settings record's event: it applies under other settings.
       const run: LogEntry[] = [];
-      for (let e = events[i]; e?.type === "message.created"; e = events[++i])
+      for (
+        let e = events[i];
+        e?.type === "message.created" && (run.length === 0 || e.seq < this.nextFrom);
+        e = events[++i]
+      )
         run.push(this.claimed(e));
       const { state, outcomes } = appendAll(this.s, run, this.fromHistory);
       outcomes.forEach((outcome, k) => {
@@ -103,6 +145,7 @@ export class ThreadReplay {
       this.ats.length = 0;
       return;
     }
+    this.settingsUpTo(event.seq);
     const claimed = this.claimed(event);
     const { core: appended } = step(this.s, { ...event, ...claimed, type: "message.created" });
     if (appended.count === this.s.count) return;
@@ -132,7 +175,13 @@ export class ThreadReplay {
       );
       const first = missing[0];
       if (!first) return;
-      if (!this.resummarize) throw new MissingNodeError(jobFor(this.s, first));
+      if (!this.resummarize) {
+        throw new MissingNodeError(
+          jobFor(this.s, first),
+          this.s.settings,
+          this.records.some((r) => r.from <= this.s.seq),
+        );
+      }
       for (const ref of missing) {
         const job = jobFor(this.s, ref);
         this.texts.set(ref.level, ref.index, await this.resummarize(job));

@@ -3,6 +3,7 @@ import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Summarizer } from "../../../shared/jobs.ts";
 import { toSnapshot, type OutlineSnapshot } from "../../../shared/snapshot.ts";
+import { sameThreadSettings, type ThreadSettings } from "../../../shared/settings.ts";
 import { loadSettings, type Config } from "../../config/load.ts";
 import { connectNats, redactUrl } from "../../nats/connect.ts";
 import { subjects } from "../../nats/subjects.ts";
@@ -16,6 +17,7 @@ import {
   parseChatEvent,
   readHistory,
   readStream,
+  type HistorySettings,
   type HistoryTexts,
   type StreamAccess,
 } from "./read.ts";
@@ -180,6 +182,11 @@ async function rebuildThreads(
   return threads;
 }
 
+/** The variables that set a thread's settings, as a command line would. */
+function settingsEnv(s: ThreadSettings): string {
+  return `HISTORY_LINE=${s.line} HISTORY_TAIL=${s.tail.join(",")} HISTORY_OUTLINE=${s.outline.join(",")}`;
+}
+
 function rebuiltSnapshot(replay: ThreadReplay): OutlineSnapshot | undefined {
   // The worker removes a deleted thread's snapshot.
   return replay.state.deleted ? undefined : toSnapshot(replay.state);
@@ -200,6 +207,7 @@ async function verify(session: Session, threads: Map<string, ThreadReplay>): Pro
   const kv = await new Kvm(js).open(config.names.kvBucket);
   const checked = new Set<string>();
   let differing = 0;
+  const otherSettings: string[] = [];
   const report = (
     thread: string,
     stored: OutlineSnapshot | undefined,
@@ -210,6 +218,13 @@ async function verify(session: Session, threads: Map<string, ThreadReplay>): Pro
     differing += 1;
     out(`thread ${thread}: ${diffs.length} difference${diffs.length === 1 ? "" : "s"}`);
     for (const d of diffs) out(formatDifference(thread, d));
+    // Its log records no settings (written before they were) and this replay's differ from
+    // the ones it runs under: its differences say nothing about the worker.
+    const own = stored?.settings;
+    const used = rebuilt?.settings;
+    if (own && used && !sameThreadSettings(own, used)) {
+      otherSettings.push(`${thread} (${settingsEnv(own)})`);
+    }
   };
   for (const [thread, replay] of threads) {
     checked.add(thread);
@@ -222,10 +237,16 @@ async function verify(session: Session, threads: Map<string, ThreadReplay>): Pro
     }
   }
   const total = checked.size;
+  if (otherSettings.length > 0) {
+    out(
+      `verify: ${otherSettings.length} of them ran under other settings than this replay's and their log (HISTORY) records none (written before settings were recorded): verify each under its own, e.g. ${otherSettings.slice(0, 3).join("; ")}. Do not --resummarize them under other settings: the nodes built would not be the thread's`,
+    );
+  }
+  const real = differing - otherSettings.length;
   out(
     differing === 0
       ? `verify: all ${total} thread${total === 1 ? "" : "s"} match bucket '${config.names.kvBucket}'`
-      : `verify: ${differing} thread${differing === 1 ? "" : "s"} differ from bucket '${config.names.kvBucket}'; rebuild them into a fresh bucket with --into, compare, and investigate the worker`,
+      : `verify: ${differing} thread${differing === 1 ? "" : "s"} differ from bucket '${config.names.kvBucket}'${real > 0 ? `; rebuild ${real === differing ? "them" : `the ${real} replayed under their own settings`} into a fresh bucket with --into, compare, and see docs/reliability.md (a worker that applied something twice or lost it)` : ""}`,
   );
   return differing;
 }
@@ -284,8 +305,10 @@ async function replay(session: Session, deps: ReplayDeps): Promise<number> {
   }
   // HISTORY and CHAT are read at once; CHAT is applied once HISTORY is in.
   let texts: HistoryTexts | undefined;
+  let records: HistorySettings | undefined;
   const history = readHistory(session.access, config.names, args.thread).then((read) => {
     texts = read.texts;
+    records = read.settings;
     let nodes = 0;
     for (const m of texts.values()) nodes += m.size;
     out(
@@ -309,7 +332,13 @@ async function replay(session: Session, deps: ReplayDeps): Promise<number> {
     if (!texts) throw new Error(`internal: thread '${thread}' replayed before HISTORY was read`);
     let nodes = texts.get(thread);
     if (!nodes) texts.set(thread, (nodes = new NodeTextMap(thread)));
-    const r = new ThreadReplay(thread, config.settings, nodes, resummarize);
+    const r = new ThreadReplay(
+      thread,
+      config.settings,
+      nodes,
+      resummarize,
+      records?.get(thread) ?? [],
+    );
     threads.set(thread, r);
     return r;
   });

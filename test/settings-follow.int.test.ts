@@ -1,0 +1,147 @@
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { run } from "../services/cli/replay/run.ts";
+import { namesToEnv } from "../services/config/names.ts";
+import { connectNats } from "../services/nats/connect.ts";
+import { ensureTopology } from "../services/nats/topology.ts";
+import { publishMessages, publishState, replayWithNodes } from "./support/outline-fixture.ts";
+import { quietLogger } from "../services/thread-worker/log.ts";
+import { startThreadWorker } from "../services/thread-worker/worker.ts";
+import type { CoreSettings } from "../shared/settings.ts";
+import {
+  chatMessage,
+  countOn,
+  FakeSummarizer,
+  harness,
+  publishMessage,
+  readSnapshot,
+  uniqueNames,
+  waitSettled,
+  type Harness,
+} from "./support/thread-worker.ts";
+
+// Settings follow threads (README, Settings): a worker under other HISTORY_* settings takes
+// existing threads over from their next event, records the values in their log, and a replay
+// with no HISTORY_* reproduces every thread exactly.
+const FIRST: CoreSettings = { line: 256, tail: [300, 600], outline: [1500, 3000], concurrency: 4 };
+const THEN: CoreSettings = { line: 200, tail: [120, 240], outline: [700, 1400], concurrency: 4 };
+
+let nc: NatsConnection;
+let h: Harness;
+beforeAll(async () => {
+  nc = await connectNats({ url: inject("natsUrl"), name: "settings-follow-test" });
+  const names = uniqueNames();
+  await ensureTopology(nc, names);
+  h = await harness(nc, names);
+});
+afterAll(() => nc.close());
+
+async function underSettings(
+  settings: CoreSettings,
+  publish: () => Promise<void>,
+  threads: string[],
+) {
+  const worker = await startThreadWorker({
+    nc,
+    names: h.names,
+    settings,
+    summarizer: new FakeSummarizer(),
+    log: quietLogger,
+    snapshotDelayMs: 20,
+  });
+  try {
+    await publish();
+    await waitSettled(h, threads, 60_000);
+  } finally {
+    await worker.stop();
+  }
+}
+
+const publishRange = async (thread: string, from: number, to: number) => {
+  for (let i = from; i < to; i++) await publishMessage(h, chatMessage(thread, i));
+};
+
+describe("settings that follow threads", () => {
+  it("apply to existing threads from their next event, are logged, and replay without HISTORY_*", async () => {
+    await underSettings(FIRST, async () => {
+      await publishRange("sf-old", 0, 50);
+      await publishRange("sf-kept", 0, 30);
+    }, ["sf-old", "sf-kept"]);
+    expect((await readSnapshot(h, "sf-old"))?.settings).toEqual({
+      line: 256,
+      tail: [300, 600],
+      outline: [1500, 3000],
+    });
+
+    await underSettings(THEN, async () => {
+      await publishRange("sf-old", 50, 100);
+      await publishRange("sf-new", 0, 40);
+    }, ["sf-old", "sf-new"]);
+    const old = await readSnapshot(h, "sf-old");
+    // Followed from its next event: the smaller tail cut it down to at most 120 tokens.
+    expect(old?.settings).toEqual({ line: 200, tail: [120, 240], outline: [700, 1400] });
+    expect((await readSnapshot(h, "sf-new"))?.settings?.tail).toEqual([120, 240]);
+    // A thread with no event since keeps the settings it ran under.
+    expect((await readSnapshot(h, "sf-kept"))?.settings?.tail).toEqual([300, 600]);
+    // In the log: sf-old at its first message and at the first under the new values.
+    const records = await countOn(
+      h,
+      h.names.historyStream,
+      `${h.names.historyPrefix}.sf-old.settings.*`,
+    );
+    expect(records).toBe(2);
+
+    // A replay that is told nothing of either.
+    let text = "";
+    const sink = { write: (t: string) => void (text += t) };
+    const code = await run(["--all", "--verify"], {
+      env: { NATS_URL: inject("natsUrl"), ...namesToEnv(h.names) },
+      stdout: sink,
+      stderr: sink,
+    });
+    expect(text).toContain("verify: all 3 threads match");
+    expect(code).toBe(0);
+  });
+
+  it("on a thread whose log records none, names its own settings and never --resummarize", async () => {
+    // Stored as a worker from before settings were recorded left it: no settings on HISTORY.
+    const names = uniqueNames();
+    const { js, kv } = await ensureTopology(nc, names);
+    const log = await publishMessages(
+      js,
+      names,
+      Array.from({ length: 60 }, (_, i) => chatMessage("sf-legacy", i)),
+    );
+    const built = replayWithNodes("sf-legacy", FIRST, log);
+    await publishState(js, kv, names, built.state, built.nodes);
+
+    let text = "";
+    const sink = { write: (t: string) => void (text += t) };
+    const env = { NATS_URL: inject("natsUrl"), ...namesToEnv(names) };
+    const code = await run(["--thread", "sf-legacy", "--verify"], {
+      env,
+      stdout: sink,
+      stderr: sink,
+    });
+    expect(code).toBe(1);
+    expect(text).toContain(
+      "ran under other settings than this replay's and their log (HISTORY) records none",
+    );
+    expect(text).toContain(
+      "sf-legacy (HISTORY_LINE=256 HISTORY_TAIL=300,600 HISTORY_OUTLINE=1500,3000)",
+    );
+    expect(text).not.toMatch(/rerun with --resummarize|investigate the worker/);
+
+    // Under its own settings, it verifies.
+    text = "";
+    const own = {
+      ...env,
+      HISTORY_LINE: "256",
+      HISTORY_TAIL: "300,600",
+      HISTORY_OUTLINE: "1500,3000",
+    };
+    expect(
+      await run(["--thread", "sf-legacy", "--verify"], { env: own, stdout: sink, stderr: sink }),
+    ).toBe(0);
+  });
+});
