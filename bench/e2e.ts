@@ -22,7 +22,7 @@ import { namesToEnv } from "../services/config/names.ts";
 import { subjects } from "../services/nats/subjects.ts";
 import type { OutlineSnapshot } from "../shared/snapshot.ts";
 import { METRIC } from "../services/thread-worker/metrics.ts";
-import { workerMetricsSubject } from "../services/thread-worker/worker.ts";
+import { workerMetricsSubject } from "../services/thread-worker/metrics-endpoint.ts";
 import { BENCH_CONFIG_FILE } from "./support/bench-config.ts";
 import { BenchChild, cpuSecondsOf } from "./support/child.ts";
 import { perSecond, publishAll, roundRobin } from "./support/load.ts";

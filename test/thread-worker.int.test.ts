@@ -3,11 +3,8 @@ import { describe, expect, it } from "vitest";
 import { DEAD_LETTER_HEADERS } from "../services/nats/topology.ts";
 import { idKey } from "../services/thread-worker/id-index.ts";
 import { METRIC } from "../services/thread-worker/metrics.ts";
-import {
-  workerMetricsSubject,
-  type ThreadWorker,
-  type ThreadWorkerOptions,
-} from "../services/thread-worker/worker.ts";
+import { workerMetricsSubject } from "../services/thread-worker/metrics-endpoint.ts";
+import type { ThreadWorker, ThreadWorkerOptions } from "../services/thread-worker/worker.ts";
 import {
   chatMessage,
   countOn,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { labelSamples } from "../services/thread-worker/worker.ts";
+import { labelSamples } from "../services/thread-worker/metrics-endpoint.ts";
 
 describe("labelSamples (metrics per member)", () => {
   it("adds the label to every sample, with or without labels, and leaves comments alone", () => {

@@ -5,7 +5,8 @@ import { createSummarizer } from "../summarizer/index.ts";
 import { createWorkerInspector, inspectUrlFromArgv } from "./inspect.ts";
 import { consoleLogger, errorText } from "./log.ts";
 import { workerSettings } from "./settings.ts";
-import { startThreadWorker, workerMetricsSubject } from "./worker.ts";
+import { workerMetricsSubject } from "./metrics-endpoint.ts";
+import { startThreadWorker } from "./worker.ts";
 import { natsUrlOf } from "../config/nats-url.ts";
 import { onSupervisorGone } from "../start/lifeline.ts";
 

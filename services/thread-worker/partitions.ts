@@ -19,7 +19,8 @@ export const UNPARTITIONED = -1;
 export const partitionDurable = (names: InfraNames, k: number): string =>
   k === UNPARTITIONED ? `${names.workerDurable}-unpartitioned` : `${names.workerDurable}-p${k}`;
 
-function notFound(err: unknown): boolean {
+/** The consumer asked for does not exist. */
+export function notFound(err: unknown): boolean {
   return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
 }
 

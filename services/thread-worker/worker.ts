@@ -1,15 +1,5 @@
-import {
-  AckPolicy,
-  DeliverPolicy,
-  jetstream,
-  JetStreamApiCodes,
-  JetStreamApiError,
-  jetstreamManager,
-  type ConsumerMessages,
-  type JetStreamManager,
-  type JsMsg,
-} from "@nats-io/jetstream";
-import { nanos, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { InspectionEvent } from "xstate";
 import type { CoreSettings } from "../../shared/settings.ts";
 import type { InfraNames } from "../config/names.ts";
@@ -28,14 +18,16 @@ import { DeliveryLedger } from "./delivery-ledger.ts";
 import { historyNodes } from "./history-nodes.ts";
 import { Limiter } from "./limiter.ts";
 import { consoleLogger, errorText, type Logger } from "./log.ts";
-import { METRIC, recordUsage, workerMetrics, type MetricRegistry } from "./metrics.ts";
+import { METRIC, workerMetrics, type MetricRegistry } from "./metrics.ts";
+import { serveMetrics } from "./metrics-endpoint.ts";
 import { Refusals } from "./refusals.ts";
 import { ThreadRegistry } from "./registry.ts";
 import { retryInPlace } from "./retry.ts";
 import { NextTurn } from "./next-turn.ts";
 import { DEFAULT_JOB_TIMING, type JobTiming } from "./summary-jobs.ts";
-import { joinCluster, type Membership } from "../cluster/membership.ts";
-import { PartitionConsumers, UNPARTITIONED } from "./partitions.ts";
+import type { Membership } from "../cluster/membership.ts";
+import { holdPartitions } from "./held-partitions.ts";
+import { consumeSingle } from "./single-consumer.ts";
 import type { WorkerContext } from "./worker-context.ts";
 
 export interface ThreadWorkerOptions {
@@ -104,30 +96,6 @@ export interface ThreadWorker {
   abandon(): void;
 }
 
-/** The subject the worker answers metrics requests on (Prometheus text). */
-export const workerMetricsSubject = (names: InfraNames): string =>
-  `${names.apiPrefix}.metrics.worker`;
-
-/** Partitioned mode: every member answers here, each sample labelled `member="<id>"`. */
-export const memberMetricsSubject = (names: InfraNames): string =>
-  `${workerMetricsSubject(names)}.members`;
-
-/** Prometheus text with `name="value"` added to every sample line. */
-export function labelSamples(text: string, name: string, value: string): string {
-  const label = `${name}="${value.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
-  return text
-    .split("\n")
-    .map((line) => {
-      if (line === "" || line.startsWith("#")) return line;
-      const brace = line.indexOf("{");
-      const space = line.indexOf(" ");
-      if (brace >= 0 && brace < space)
-        return `${line.slice(0, brace + 1)}${label},${line.slice(brace + 1)}`;
-      return `${line.slice(0, space)}{${label}}${line.slice(space)}`;
-    })
-    .join("\n");
-}
-
 export const DEFAULT_IDLE_MS = 60_000;
 /** Whole messages a thread holds at most while its summaries lag (OUTLINE_BACKLOG_LIMIT). */
 export const DEFAULT_BACKLOG_LIMIT = 4_000;
@@ -136,43 +104,6 @@ export const DEFAULT_ACK_WAIT_MS = 30_000;
 export const DEFAULT_SAVE_LINGER_MS = 500;
 /** No delivery for this long, with none waiting in the consumer: lingering saves are done now. */
 const CAUGHT_UP_MS = 20;
-
-/** The worker's consumer is ours to shape only when we create it; an existing one is checked. */
-async function ensureConsumer(
-  jsm: JetStreamManager,
-  names: InfraNames,
-  ackWaitMs: number,
-  maxAckPending: number,
-): Promise<void> {
-  try {
-    const info = await jsm.consumers.info(names.chatStream, names.workerDurable);
-    const problems: string[] = [];
-    if (info.config.ack_policy !== AckPolicy.Explicit)
-      problems.push(`ack_policy is ${info.config.ack_policy}, not explicit`);
-    if (info.config.filter_subject)
-      problems.push(`it filters on ${info.config.filter_subject}, so it misses other chat events`);
-    if (info.config.deliver_subject) problems.push("it is a push consumer, the worker pulls");
-    if (problems.length > 0) {
-      throw new Error(
-        `consumer ${names.workerDurable} on stream ${names.chatStream} cannot serve the thread worker: ${problems.join("; ")}. ` +
-          `Delete it ('nats consumer rm ${names.chatStream} ${names.workerDurable}') so the worker creates it, or set OUTLINE_WORKER_DURABLE to another name`,
-      );
-    }
-    return;
-  } catch (err) {
-    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound))
-      throw err;
-  }
-  await jsm.consumers.add(names.chatStream, {
-    durable_name: names.workerDurable,
-    description: "outline thread workers: every chat event, acknowledged once its effect is stored",
-    ack_policy: AckPolicy.Explicit,
-    deliver_policy: DeliverPolicy.All,
-    ack_wait: nanos(ackWaitMs),
-    max_ack_pending: maxAckPending,
-    max_deliver: -1,
-  });
-}
 
 /**
  * Starts consuming CHAT with the shared durable consumer: each event goes to its thread's actor,
@@ -240,15 +171,10 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   // and closed by the membership below.
   let messages: ConsumerMessages | undefined;
   if (partitions === undefined) {
-    await ensureConsumer(jsm, names, ackWaitMs, maxAckPending);
-    const consumer = await js.consumers.get(names.chatStream, names.workerDurable);
-    // The consumer's own limit: one that existed before may have another than ours.
-    const ackLimit = (await consumer.info(true)).config.max_ack_pending ?? maxAckPending;
-    const limit = ackLimit > 0 ? ackLimit : Number.POSITIVE_INFINITY;
+    const single = await consumeSingle(js, jsm, names, ackWaitMs, maxAckPending);
+    const limit = single.ackLimit > 0 ? single.ackLimit : Number.POSITIVE_INFINITY;
     ctx.deliveries.crowdAt(options.saveAtHeld ?? Math.ceil(limit * 0.9), limit);
-    messages = await consumer.consume({
-      max_messages: Math.min(1_000, maxAckPending),
-    });
+    messages = single.messages;
   } else {
     ctx.deliveries.crowdAt(options.saveAtHeld ?? Math.ceil(maxAckPending * 0.9), maxAckPending);
   }
@@ -369,76 +295,27 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       })
     : Promise.resolve();
 
-  // Consumers and leases are Raft writes on a cluster: slower than a publish under load.
-  const slowJsm = await jetstreamManager(nc, { timeout: 20_000 });
-  const handing = new AbortController();
-  // Partitioned: the partitions this member holds, each with its consumer. Threads with work
-  // outstanding in a partition taken are woken; a partition given up drains its threads first.
-  const consumers =
+  const held =
     partitions === undefined
       ? undefined
-      : new PartitionConsumers(js, slowJsm, names, s, {
+      : await holdPartitions({
+          nc,
+          js,
+          names,
+          s,
+          partitions,
+          ctx,
+          registry,
+          route: routeSafely,
           ackWaitMs,
           maxAckPending,
-          route: routeSafely,
-          failed: (k, err) => {
-            if (!stopping.signal.aborted)
-              log.error(
-                `consuming partition ${k} of ${names.chatStream} stopped: ${errorText(err)}`,
-              );
-          },
-          forget: (consumer) => ctx.deliveries.forget(consumer),
-        });
-  const inPartitions = (ks: readonly number[]) => {
-    const set = new Set(ks);
-    return (thread: string) => set.has(s.partitionOf(thread) ?? -2);
-  };
-  let lastLag = 0;
-  const membership =
-    consumers === undefined || partitions === undefined
-      ? undefined
-      : await joinCluster({
-          js: jetstream(nc, { timeout: 20_000 }),
-          names,
-          partitions,
           replicas: options.replicas ?? 1,
-          ...(options.failoverMs === undefined ? {} : { failoverMs: options.failoverMs }),
-          ...(options.capacity === undefined ? {} : { capacity: options.capacity }),
+          failoverMs: options.failoverMs,
+          capacity: options.capacity,
           log,
-          stats: () => ({ threads: registry.size, lag: lastLag }),
-          acquire: async (ks) => {
-            // Events stored before the mapping are read by the holder of partition 0.
-            const opening = ks.includes(0) ? [UNPARTITIONED, ...ks] : ks;
-            // A lease held must be read: opening is retried until it works or the worker stops.
-            await Promise.all(
-              opening.map((k) =>
-                retryInPlace(() => consumers.open(k), {
-                  what: `open the consumer of partition ${k}`,
-                  log,
-                  signal: handing.signal,
-                }),
-              ),
-            );
-            const busy = await ctx.busy.list().catch(() => [] as string[]);
-            const ours = inPartitions(ks);
-            for (const thread of busy) if (ours(thread)) registry.wake(thread);
-          },
-          release: async (ks) => {
-            const closing = ks.includes(0) ? [UNPARTITIONED, ...ks] : ks;
-            await Promise.all(closing.map((k) => consumers.close(k)));
-            await registry.drainWhere(inPartitions(ks));
-          },
+          stopping: stopping.signal,
         });
-  // The heartbeat reports the lag: refreshed on a timer, since a heartbeat does not wait.
-  const lagTimer = consumers
-    ? setInterval(() => {
-        consumers.lag().then(
-          ({ pending }) => (lastLag = pending),
-          () => undefined,
-        );
-      }, 2_000)
-    : undefined;
-  lagTimer?.unref();
+  const membership = held?.membership;
 
   // Threads stored with work outstanding (a crash or a drain left summaries unanswered) get no
   // event to wake them: wake them now.
@@ -465,45 +342,17 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   );
   sweeper.unref();
 
-  const renderMetrics = async (): Promise<string> => {
-    try {
-      const info = await jsm.consumers.info(names.chatStream, names.workerDurable);
-      metrics.set(METRIC.lag, info.num_pending);
-      metrics.set(METRIC.ackPending, info.num_ack_pending);
-    } catch (err) {
-      log.warn(`metrics: consumer info unavailable: ${errorText(err)}`);
-    }
-    metrics.set(METRIC.actors, registry.size);
-    metrics.set(METRIC.inflight, ctx.limiter.active);
-    recordUsage(metrics, options.summarizer.usage());
-    return metrics.render();
-  };
-
-  // A queue group: with several workers one of them answers each scrape.
-  const metricsSub: Subscription = nc.subscribe(workerMetricsSubject(names), {
-    queue: "outline-thread-worker",
-    callback: (err, msg) => {
-      if (err) return;
-      void renderMetrics().then(
-        (text) => msg.respond(text),
-        () => {},
-      );
-    },
+  const endpoint = serveMetrics({
+    nc,
+    jsm,
+    names,
+    metrics,
+    registry,
+    limiter: ctx.limiter,
+    summarizer: options.summarizer,
+    log,
   });
-
-  // Partitioned: every member answers on `<subject>.members` too, its samples labelled with its
-  // member id, so a scrape gathers all of them (metrics per member, docs/scale-out.md).
-  const memberMetricsSub: Subscription | undefined = membership
-    ? nc.subscribe(memberMetricsSubject(names), {
-        callback: (err, msg) => {
-          if (err) return;
-          void renderMetrics().then(
-            (text) => msg.respond(labelSamples(text, "member", membership.id)),
-            () => {},
-          );
-        },
-      })
-    : undefined;
+  if (membership) endpoint.answerAsMember(membership.id);
 
   let stopped = false;
   return {
@@ -511,7 +360,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     membership,
     metrics,
     buckets,
-    renderMetrics,
+    renderMetrics: endpoint.render,
     async stop() {
       if (stopped) return;
       stopped = true;
@@ -520,16 +369,13 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       clearTimeout(caughtUpCheck);
       clearTimeout(crowdedSweep);
       // Partitioned: each partition drains and its lease goes at once, so the others take it.
-      clearInterval(lagTimer);
-      handing.abort();
-      await membership?.leave();
+      await held?.leave();
       await messages?.close();
       await pulling;
       await registry.drain();
       await Promise.allSettled([...background]);
       stopping.abort();
-      metricsSub.unsubscribe();
-      memberMetricsSub?.unsubscribe();
+      endpoint.stop();
       actorFeed.stop();
       inbox.close();
     },
@@ -541,13 +387,10 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       clearInterval(sweeper);
       clearTimeout(caughtUpCheck);
       clearTimeout(crowdedSweep);
-      clearInterval(lagTimer);
-      membership?.abandon();
-      consumers?.stopAll();
+      held?.abandon();
       messages?.stop();
       registry.abandon();
-      metricsSub.unsubscribe();
-      memberMetricsSub?.unsubscribe();
+      endpoint.stop();
       actorFeed.stop();
       inbox.close();
     },

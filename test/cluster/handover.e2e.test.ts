@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { partitionMappings } from "../../services/cluster/server-config.ts";
 import { clusterView } from "../../services/cluster/view.ts";
-import { memberMetricsSubject } from "../../services/thread-worker/worker.ts";
+import { memberMetricsSubject } from "../../services/thread-worker/metrics-endpoint.ts";
 import {
   expectMatchesCleanRun,
   faultScope,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { deliveryOf } from "../services/nats/ordered-read.ts";
+import { deliveryOf } from "../services/nats/ack-reply.ts";
 
 describe("deliveryOf (a JetStream reply subject read from its end)", () => {
   it("reads stream sequence, delivery sequence and pending from the old form", () => {

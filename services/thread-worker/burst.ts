@@ -1,0 +1,170 @@
+import type { IdClaim } from "../../shared/message-ids.ts";
+import { sameThreadSettings, threadSettingsOf } from "../../shared/settings.ts";
+import type { ThreadState } from "../../shared/thread.ts";
+import type { AckLedger } from "./acks.ts";
+import { purgeChat } from "./eraser.ts";
+import type { HostedActor } from "./hosted-actor.ts";
+import type { IdClaims } from "./id-claims.ts";
+import { intake, type IntakeCursor } from "./intake.ts";
+import { METRIC } from "./metrics.ts";
+import type { Rejections } from "./rejections.ts";
+import type { ChatEntry, Item } from "./slot-queue.ts";
+import type { SlotTools } from "./slot-tools.ts";
+import type { SnapshotSchedule } from "./snapshot-schedule.ts";
+
+/** The label of an applied message, made once rather than per message. */
+const MESSAGE_EVENT = { kind: "message" } as const;
+
+/** What a burst works with: the slot's parts, and the slot's own durable steps. */
+export interface BurstParts {
+  tools: SlotTools;
+  hosted: HostedActor;
+  cursor: IntakeCursor;
+  acks: AckLedger;
+  ids: IdClaims;
+  rejections: Rejections;
+  snapshots: SnapshotSchedule;
+  /** Saves the actor state (stored-state.ts). */
+  save: () => Promise<void>;
+  /** Finishes a thread.deleted: purges, then `erase.done`. */
+  erase: () => Promise<void>;
+  publishOutbox: () => Promise<void>;
+  /** Throws once the slot has ended. */
+  checkAlive: () => void;
+}
+
+/**
+ * Applies one burst of a slot's queue: its items in stream order (intake), ids claimed, each
+ * event sent to the actor, then the effects made durable (outbox, id index, save) before the
+ * chat events are acknowledged, and the snapshot asked for.
+ */
+export class BurstApplier {
+  readonly #p: BurstParts;
+
+  constructor(parts: BurstParts) {
+    this.#p = parts;
+  }
+
+  async apply(items: Item[]): Promise<void> {
+    const { tools, hosted, cursor, acks, ids, snapshots } = this.#p;
+    const statsBefore = hosted.state().stats;
+    // Acknowledged by the save that stores their effect (or at once if they have none); listed
+    // first so a slot that stops in the middle of the burst knows what it gives up.
+    for (const item of items) if (item.kind === "chat") acks.hold(item.msg);
+    const steps = await intake(tools, items, cursor, hosted.state().deleted);
+    const claiming = ids.claim(steps, hosted.state(), cursor.seen);
+    const claims = claiming instanceof Map ? claiming : await claiming;
+    let chatSeen = false;
+    for (const step of steps) {
+      if (step.kind === "built") {
+        const { level, index } = step.ref;
+        hosted.send({ type: "summary.built", level, index, text: step.text });
+      } else if (step.kind === "failed") {
+        const { level, index } = step.ref;
+        hosted.send({ type: "summary.failed", level, index, reason: step.reason });
+      } else {
+        chatSeen = true;
+        const writing = this.#applyChat(step, claims);
+        if (writing) await writing;
+      }
+    }
+    const erased = hosted.erasedAt !== undefined;
+    if (erased) await this.#p.erase();
+    else if (chatSeen && hosted.state().deleted) await purgeChat(tools, cursor.seen);
+    if (hosted.state().outbox.length > 0) await this.#p.publishOutbox();
+    // Checked here first: while the tail holds the whole thread (most bursts) there is nothing to
+    // claim, and no promise or await per burst.
+    if (ids.due(hosted.state())) await ids.flush(hosted.state());
+    this.#p.checkAlive();
+    // Chat events are acknowledged only once the state that includes them is stored (AckLedger).
+    // A burst of summaries alone has nothing to acknowledge and is saved a little later,
+    // coalesced: after a crash the older state asks for those nodes again and HISTORY answers
+    // them, no model call. A burst that changed nothing (only redeliveries) is acknowledged now.
+    if (chatSeen && hosted.dirty) acks.applied();
+    if (hosted.changed && !hosted.state().deleted) snapshots.wanted = true;
+    hosted.changed = false;
+    this.#countStats(statsBefore, hosted.state().stats);
+    if (!hosted.dirty) acks.ackStored();
+    else if (erased || hosted.state().deleted || acks.lingerOver()) await this.#p.save();
+    else acks.scheduleSave();
+    this.#p.checkAlive();
+    // A snapshot never shows a chat event before the state that holds it is stored (a crash
+    // cannot make the outline go back on the log); with nothing unsaved it may be written now.
+    // Summaries alone while a backlog is delivered wait a linger: the thread's next chat save
+    // writes the snapshot with them (off the event loop they come back between messages, and a
+    // write per such burst was 4.5× the writes per message). Caught up, they go out at once.
+    if (snapshots.wanted && !acks.unsaved) {
+      const { saveLingerMs, snapshotDelayMs, deliveries } = tools.ctx;
+      snapshots.request(
+        !chatSeen && deliveries.behind ? Math.max(saveLingerMs, snapshotDelayMs) : undefined,
+      );
+    }
+  }
+
+  // Synchronous unless it has a write or a read to wait for (most events): no promise per event.
+  #applyChat(entry: ChatEntry, claims: Map<number, IdClaim>): Promise<void> | undefined {
+    const { tools, hosted, cursor, rejections } = this.#p;
+    const { ctx, thread } = tools;
+    const metrics = ctx.metrics;
+    if (entry.seq <= cursor.seen) {
+      metrics.add(METRIC.duplicates, 1, { why: "seq" });
+      return undefined;
+    }
+    cursor.seen = entry.seq;
+    hosted.dirty = true;
+    const event = entry.event;
+    const core = hosted.state();
+    if (event.kind === "invalid") return rejections.deadLetter(entry, event.reason);
+    if (core.deleted) {
+      if (event.kind === "deleted") {
+        metrics.add(METRIC.duplicates, 1, { why: "deleted" });
+        return undefined;
+      }
+      return rejections.deadLetter(
+        entry,
+        `thread deleted: thread '${thread}' was deleted (thread.deleted up to CHAT sequence ${core.seq}); a deleted thread takes no new messages, use a new thread id`,
+      );
+    }
+    if (event.kind === "deleted") {
+      hosted.send({ type: "thread.deleted", at: event.at, seq: entry.seq });
+      metrics.add(METRIC.events, 1, { kind: "deleted" });
+      return undefined;
+    }
+    const claim = claims.get(entry.seq);
+    const apply = () => {
+      hosted.send({
+        type: "message.created",
+        message: event.message,
+        seq: entry.seq,
+        ...(claim?.type === "duplicate" ? { firstSeq: claim.firstSeq } : {}),
+      });
+      const skips = hosted.takeSkips();
+      if (skips.length === 0) {
+        metrics.add(METRIC.events, 1, MESSAGE_EVENT);
+        return undefined;
+      }
+      return rejections.skipped(entry, skips);
+    };
+    // The settings a thread runs under are its log's: recorded on HISTORY before the first
+    // message applied under them (a new thread's first, or the first after HISTORY_* changed).
+    const settings = threadSettingsOf(ctx.settings);
+    if (core.count > 0 && sameThreadSettings(core.settings, settings)) return apply();
+    return ctx.history.recordSettings({ thread, from: entry.seq, ...settings }).then(() => {
+      if (!sameThreadSettings(hosted.state().settings, settings)) {
+        hosted.send({ type: "settings.changed", settings });
+      }
+      return apply();
+    });
+  }
+
+  #countStats(before: ThreadState["stats"], after: ThreadState["stats"]): void {
+    // The core copies its stats only when it counts something: most bursts count nothing.
+    if (after === before) return;
+    const metrics = this.#p.tools.ctx.metrics;
+    // A thread.deleted resets the stats: nothing to count then.
+    if (after.cuts < before.cuts) return;
+    metrics.add(METRIC.cuts, after.cuts - before.cuts);
+    metrics.add(METRIC.batches, after.batches - before.batches);
+    metrics.add(METRIC.merges, after.merges - before.merges);
+  }
+}

@@ -1,0 +1,115 @@
+import { jetstream, jetstreamManager, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { InfraNames } from "../config/names.ts";
+import type { Subjects } from "../nats/subjects.ts";
+import { joinCluster, type Membership } from "../cluster/membership.ts";
+import { errorText, type Logger } from "./log.ts";
+import { PartitionConsumers, UNPARTITIONED } from "./partitions.ts";
+import type { ThreadRegistry } from "./registry.ts";
+import { retryInPlace } from "./retry.ts";
+import type { WorkerContext } from "./worker-context.ts";
+
+export interface HeldPartitions {
+  readonly membership: Membership;
+  /** Gives every lease up at once (each partition drains first), so the others take them. */
+  leave(): Promise<void>;
+  /** Crash simulation: leases and consumers dropped, nothing drained. */
+  abandon(): void;
+}
+
+/**
+ * Partitioned mode (docs/scale-out.md): this member joins the cluster and holds the partitions
+ * its leases give it, each with its own consumer. Threads with work outstanding in a partition
+ * taken are woken; a partition given up drains its threads first.
+ */
+export async function holdPartitions(parts: {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  names: InfraNames;
+  s: Subjects;
+  partitions: number;
+  ctx: WorkerContext;
+  registry: ThreadRegistry;
+  route: (msg: JsMsg) => void;
+  ackWaitMs: number;
+  maxAckPending: number;
+  replicas: number;
+  failoverMs: number | undefined;
+  capacity: number | undefined;
+  log: Logger;
+  /** Aborted once the worker stops: a consumer failing then is not worth a log line. */
+  stopping: AbortSignal;
+}): Promise<HeldPartitions> {
+  const { nc, names, s, ctx, registry, log } = parts;
+  // Consumers and leases are Raft writes on a cluster: slower than a publish under load.
+  const slowJsm = await jetstreamManager(nc, { timeout: 20_000 });
+  const handing = new AbortController();
+  const consumers = new PartitionConsumers(parts.js, slowJsm, names, s, {
+    ackWaitMs: parts.ackWaitMs,
+    maxAckPending: parts.maxAckPending,
+    route: parts.route,
+    failed: (k, err) => {
+      if (!parts.stopping.aborted)
+        log.error(`consuming partition ${k} of ${names.chatStream} stopped: ${errorText(err)}`);
+    },
+    forget: (consumer) => ctx.deliveries.forget(consumer),
+  });
+  const inPartitions = (ks: readonly number[]) => {
+    const set = new Set(ks);
+    return (thread: string) => set.has(s.partitionOf(thread) ?? -2);
+  };
+  let lastLag = 0;
+  const membership = await joinCluster({
+    js: jetstream(nc, { timeout: 20_000 }),
+    names,
+    partitions: parts.partitions,
+    replicas: parts.replicas,
+    ...(parts.failoverMs === undefined ? {} : { failoverMs: parts.failoverMs }),
+    ...(parts.capacity === undefined ? {} : { capacity: parts.capacity }),
+    log,
+    stats: () => ({ threads: registry.size, lag: lastLag }),
+    acquire: async (ks) => {
+      // Events stored before the mapping are read by the holder of partition 0.
+      const opening = ks.includes(0) ? [UNPARTITIONED, ...ks] : ks;
+      // A lease held must be read: opening is retried until it works or the worker stops.
+      await Promise.all(
+        opening.map((k) =>
+          retryInPlace(() => consumers.open(k), {
+            what: `open the consumer of partition ${k}`,
+            log,
+            signal: handing.signal,
+          }),
+        ),
+      );
+      const busy = await ctx.busy.list().catch(() => [] as string[]);
+      const ours = inPartitions(ks);
+      for (const thread of busy) if (ours(thread)) registry.wake(thread);
+    },
+    release: async (ks) => {
+      const closing = ks.includes(0) ? [UNPARTITIONED, ...ks] : ks;
+      await Promise.all(closing.map((k) => consumers.close(k)));
+      await registry.drainWhere(inPartitions(ks));
+    },
+  });
+  // The heartbeat reports the lag: refreshed on a timer, since a heartbeat does not wait.
+  const lagTimer = setInterval(() => {
+    consumers.lag().then(
+      ({ pending }) => (lastLag = pending),
+      () => undefined,
+    );
+  }, 2_000);
+  lagTimer.unref();
+  return {
+    membership,
+    async leave() {
+      clearInterval(lagTimer);
+      handing.abort();
+      await membership.leave();
+    },
+    abandon() {
+      clearInterval(lagTimer);
+      membership.abandon();
+      consumers.stopAll();
+    },
+  };
+}

@@ -1,0 +1,199 @@
+import { createActor, type Actor } from "xstate";
+import { InvariantError } from "../../shared/errors.ts";
+import type { SummaryJob } from "../../shared/jobs.ts";
+import type { Effect } from "../../shared/step.ts";
+import { findBuilt, type ThreadState } from "../../shared/thread.ts";
+import { threadMachine, type ThreadMachine } from "../../machines/thread.ts";
+import type { Item } from "./slot-queue.ts";
+import { SummaryJobs, type RequestedJob } from "./summary-jobs.ts";
+import type { WorkerContext } from "./worker-context.ts";
+
+export type Skipped = Extract<Effect, { type: "skipped" }>;
+
+/** An event the slot sends its actor. */
+export type ActorEvent = Parameters<Actor<ThreadMachine>["send"]>[0];
+
+/**
+ * A thread's actor as its slot hosts it: events go in, the effects the machine emits are
+ * collected for the slot to read right after `send`, and the summaries it asks for are run
+ * (beside the slot's loop; they come back through its queue).
+ */
+export class HostedActor {
+  readonly #ctx: WorkerContext;
+  readonly #thread: string;
+  readonly #enqueue: (item: Item) => void;
+  #actor: Actor<ThreadMachine> | undefined;
+  /** The stored state is in the actor (it left `loading`). */
+  #loaded = false;
+  /** Made on the first summary asked for: most threads of a busy platform never ask for one. */
+  #jobs: SummaryJobs | undefined;
+
+  // Set by the machine's effects while an event is applied; read right after.
+  #requested: SummaryJob[] = [];
+  #skips: Skipped[] = [];
+  /** The CHAT sequence of a thread.deleted applied and not yet erased. */
+  erasedAt: number | undefined;
+  /** The outline changed since the slot last looked (`snapshotChanged`). */
+  changed = false;
+  /** The state differs from the stored record. */
+  dirty = false;
+
+  /** `enqueue` puts a finished summary in the slot's queue. */
+  constructor(ctx: WorkerContext, thread: string, enqueue: (item: Item) => void) {
+    this.#ctx = ctx;
+    this.#thread = thread;
+    this.#enqueue = enqueue;
+  }
+
+  /** An effect the machine emits while an event is applied; read right after `send`. */
+  readonly #onEffect = (effect: Effect): void => {
+    if (effect.type === "requestSummary") this.#requested.push(effect.job);
+    else if (effect.type === "snapshotChanged") this.changed = true;
+    else if (effect.type === "skipped") this.#skips.push(effect);
+    else this.erasedAt = effect.seq;
+  };
+
+  /** Makes the actor, in `loading`, unless it is made already. */
+  create(): void {
+    this.#actor ??= this.#createActor();
+  }
+
+  /** The XState actor, made on first use. */
+  get actor(): Actor<ThreadMachine> {
+    return (this.#actor ??= this.#createActor());
+  }
+
+  get loaded(): boolean {
+    return this.#loaded;
+  }
+
+  /** The thread's state, for tests and tools; undefined before the actor is loaded. */
+  get core(): ThreadState | undefined {
+    return this.#loaded ? this.#actor?.getSnapshot().context.core : undefined;
+  }
+
+  #createActor(): Actor<ThreadMachine> {
+    const actor = createActor(threadMachine, {
+      input: {
+        thread: this.#thread,
+        settings: this.#ctx.settings,
+        hosted: true,
+        backlogLimit: this.#ctx.backlogLimit,
+      },
+      ...(this.#ctx.inspect ? { inspect: this.#ctx.inspect } : {}),
+    });
+    actor.on("*", this.#onEffect);
+    return actor.start();
+  }
+
+  /** Gives the actor its stored core (none for a new thread): it leaves `loading`. */
+  load(core: ThreadState | undefined, erasing: boolean): void {
+    this.actor.send(core ? { type: "loaded", core, erasing } : { type: "loaded" });
+    this.#loaded = true;
+  }
+
+  state(): ThreadState {
+    if (!this.#actor || !this.#loaded) {
+      throw new InvariantError("NOT_LOADED", `thread '${this.#thread}' has no actor yet`);
+    }
+    return this.#actor.getSnapshot().context.core;
+  }
+
+  /** The chart holds a backlog: new chat events must wait in the stream. */
+  backlogged(): boolean {
+    return this.#actor?.getSnapshot().value === "backlog";
+  }
+
+  /** Sends one event; starts the summaries it asked for. */
+  send(event: ActorEvent): void {
+    (this.#actor as Actor<ThreadMachine>).send(event);
+    this.dirty = true;
+    const requested = this.#requested;
+    this.#requested = [];
+    if (requested.length === 0) return;
+    const core = this.state();
+    this.#jobs ??= this.#newJobs();
+    for (const job of requested) this.#jobs.start(this.#withUntil(core, job));
+  }
+
+  /** The `skipped` effects of the last event sent. */
+  takeSkips(): Skipped[] {
+    const skips = this.#skips;
+    if (skips.length > 0) this.#skips = [];
+    return skips;
+  }
+
+  /** Shown in the chart, then stopped: the state is stored and the actor leaves memory. */
+  stop(passivated: boolean): void {
+    if (passivated) this.#actor?.send({ type: "passivate" });
+    this.#actor?.stop();
+  }
+
+  #withUntil(core: ThreadState, job: SummaryJob): RequestedJob {
+    if (job.kind === "leaf") return { job, until: job.message.at };
+    const right = findBuilt(core, { level: job.level - 1, index: job.index * 2 + 1 });
+    if (!right) {
+      throw new InvariantError(
+        "CHILD_MISSING",
+        `merge ${job.name} of '${this.#thread}' was asked for without its right child`,
+      );
+    }
+    return { job, until: right.until };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Summary jobs
+
+  #newJobs(): SummaryJobs {
+    return new SummaryJobs({
+      summarizer: this.#ctx.summarizer,
+      limiter: this.#ctx.limiter,
+      history: this.#ctx.history,
+      metrics: this.#ctx.metrics,
+      log: this.#ctx.log,
+      timing: this.#ctx.jobTiming,
+      refusals: this.#ctx.refusals,
+      group: this.#ctx.settings.group ?? 1,
+      built: (ref, text) => this.#enqueue({ kind: "built", ref, text }),
+      failed: (ref, reason) => this.#enqueue({ kind: "failed", ref, reason }),
+    });
+  }
+
+  /**
+   * Stops the jobs: made now if there are none yet, so a summary the rest of a burst asks for
+   * after the stop goes to stopped jobs and is not started.
+   */
+  stopJobs(): Promise<void> {
+    return (this.#jobs ??= this.#newJobs()).stop();
+  }
+
+  /** Stops the jobs and forgets them: summaries asked for later start afresh (an erase). */
+  async dropJobs(): Promise<void> {
+    await this.#jobs?.stop();
+    this.#jobs = undefined;
+  }
+
+  /** Jobs doing something: not only waiting out a refusal's backoff (that keeps no thread). */
+  jobsBusy(): number {
+    return this.#jobs ? this.#jobs.active - this.#jobs.waitingOut : 0;
+  }
+
+  /**
+   * Stops jobs that only wait out a refusal's backoff, so the thread can leave memory: their
+   * nodes stay in flight in the saved state, are asked again when the thread is loaded (the
+   * worker's Refusals keep what is left of the wait), and the registry wakes the thread when the
+   * first may be tried. Returns when to come back (epoch ms; undefined when no node waits), or
+   * false when `idle()` says events came meanwhile: the thread stays, its nodes asked again.
+   */
+  async stopWaitingOut(idle: () => boolean): Promise<number | undefined | false> {
+    const jobs = this.#jobs;
+    if (!jobs || jobs.active === 0) return undefined;
+    // A wait that ends this very moment (its timer not fired yet) is woken at once.
+    const retryAt = this.#ctx.refusals.nextTry(this.#thread, Date.now()) ?? Date.now();
+    this.#jobs = undefined;
+    await jobs.stop();
+    if (idle()) return retryAt;
+    this.send({ type: "jobs.resume" });
+    return false;
+  }
+}
