@@ -29,6 +29,8 @@ import {
 
 const scope = faultScope();
 const { processes } = scope;
+/** Bounds a hang only: on 2 cores at a load average of 20 one step can take over a minute. */
+const DEADLINE_MS = 180_000;
 
 interface Write {
   thread: string;
@@ -109,13 +111,14 @@ describe("fault: two workers on the same stream", () => {
     await waitFor(
       "writes to the snapshot bucket",
       () => new Set(snapshotWrites.map((w) => w.thread)).size === threads.length,
+      DEADLINE_MS,
     );
     a.kill("SIGKILL");
     expect((await a.exited).signal).toBe("SIGKILL");
     await publish(120, 200);
 
     try {
-      await waitSettled(harness, threads, 60_000);
+      await waitSettled(harness, threads, DEADLINE_MS);
     } catch (err) {
       // What the survivor was doing says why it did not take over.
       const states = await Promise.all(threads.map((t) => readSnapshot(harness, t)));

@@ -1,30 +1,16 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { createRequire } from "node:module";
-import { pathToFileURL } from "node:url";
 import type { InfraNames } from "../../services/config/names.ts";
 import { freePort } from "../../services/start/processes.ts";
 import type { CoreSettings } from "../../shared/settings.ts";
+import { ServiceProcess, START_DEADLINE_MS } from "./service-process.ts";
 import { workerEnv } from "./worker-process.ts";
 
 /** The prompt-builder as a process, listening on 127.0.0.1 on a free port. */
-export class BuilderProcess {
-  readonly child: ChildProcess;
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+export class BuilderProcess extends ServiceProcess {
   readonly base: string;
-  output = "";
 
   constructor(env: NodeJS.ProcessEnv, port: number) {
-    const loader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+    super("services/prompt-builder/main.ts", { ...env, HOST: "127.0.0.1", PORT: String(port) });
     this.base = `http://127.0.0.1:${port}`;
-    this.child = spawn(process.execPath, ["--import", loader, "services/prompt-builder/main.ts"], {
-      env: { ...env, HOST: "127.0.0.1", PORT: String(port) },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    this.child.stdout?.on("data", (d: Buffer) => (this.output += d.toString()));
-    this.child.stderr?.on("data", (d: Buffer) => (this.output += d.toString()));
-    this.exited = new Promise((resolve) =>
-      this.child.once("exit", (code, signal) => resolve({ code, signal })),
-    );
   }
 
   static async start(
@@ -37,13 +23,7 @@ export class BuilderProcess {
       workerEnv(url, names, settings, extra),
       await freePort("127.0.0.1"),
     );
-    const deadline = Date.now() + 20_000;
-    while (!p.output.includes("HTTP on")) {
-      if (p.child.exitCode !== null || Date.now() > deadline) {
-        throw new Error(`prompt-builder did not start:\n${p.output}`);
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await p.started("prompt-builder", ["HTTP on"], START_DEADLINE_MS);
     return p;
   }
 

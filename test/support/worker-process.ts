@@ -1,42 +1,17 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { createRequire } from "node:module";
-import { pathToFileURL } from "node:url";
 import type { InfraNames } from "../../services/config/names.ts";
 import { namesToEnv } from "../../services/config/names.ts";
 import type { CoreSettings } from "../../shared/settings.ts";
+import { ServiceProcess, START_DEADLINE_MS } from "./service-process.ts";
 
-/** The thread worker as `npm start` runs it: node with the tsx loader, its own process group. */
-export class WorkerProcess {
-  readonly child: ChildProcess;
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  output = "";
-
+/** The thread worker as `npm start` runs it. */
+export class WorkerProcess extends ServiceProcess {
   constructor(env: NodeJS.ProcessEnv) {
-    const loader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-    this.child = spawn(process.execPath, ["--import", loader, "services/thread-worker/main.ts"], {
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    this.child.stdout?.on("data", (d: Buffer) => (this.output += d.toString()));
-    this.child.stderr?.on("data", (d: Buffer) => (this.output += d.toString()));
-    this.exited = new Promise((resolve) =>
-      this.child.once("exit", (code, signal) => resolve({ code, signal })),
-    );
+    super("services/thread-worker/main.ts", env);
   }
 
   /** Resolves once the worker says it consumes; rejects with its output if it exits first. */
-  async ready(timeoutMs = 20_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!this.output.includes("consuming ")) {
-      if (this.child.exitCode !== null || Date.now() > deadline) {
-        throw new Error(`thread worker did not start:\n${this.output}`);
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
-  kill(signal: NodeJS.Signals): void {
-    this.child.kill(signal);
+  ready(timeoutMs = START_DEADLINE_MS): Promise<void> {
+    return this.started("thread worker", ["consuming "], timeoutMs);
   }
 }
 
