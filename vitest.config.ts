@@ -1,7 +1,10 @@
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 // Three tiers: unit (pure, fast), int (a real nats-server), e2e (the services as processes).
 // One nats-server per run, started by the global setup on a free port with a temporary store.
+// The heaviest e2e file, many instances on a 3-node cluster (minutes on 2 cores), is a project
+// of its own: `--project cluster` runs it alone, `--project e2e` leaves it out.
+const HEAVY = ["test/cluster/cluster.e2e.test.ts"];
 export default defineConfig({
   test: {
     globalSetup: ["test/support/nats-global-setup.ts"],
@@ -26,8 +29,18 @@ export default defineConfig({
         test: {
           name: "e2e",
           include: ["test/**/*.e2e.test.ts"],
+          exclude: [...configDefaults.exclude, ...HEAVY],
           testTimeout: 240_000,
           hookTimeout: 120_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "cluster",
+          include: HEAVY,
+          testTimeout: 900_000,
+          hookTimeout: 240_000,
         },
       },
     ],

@@ -1,21 +1,20 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type ClusterInfo } from "@nats-io/jetstream";
 import { Kvm, type KvWatchEntry } from "@nats-io/kv";
-import { jetstream } from "@nats-io/jetstream";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { partitionOf } from "../../shared/ownership.ts";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import { startLocalCluster, type LocalCluster } from "../../services/cluster/local.ts";
+import { DEFAULT_FAILOVER_MS, openClusterBucket } from "../../services/cluster/membership.ts";
+import type { ClusterAnswer } from "../../services/cluster/view.ts";
 import type { InfraNames } from "../../services/config/names.ts";
 import { connectNats } from "../../services/nats/connect.ts";
 import { ensureTopology } from "../../services/nats/topology.ts";
+import { freePort } from "../../services/start/processes.ts";
 import { ensureWorkerBuckets, workerBucketNames } from "../../services/thread-worker/buckets.ts";
-import { openClusterBucket } from "../../services/cluster/membership.ts";
 import { expectMatchesCleanRun } from "../faults/support.ts";
 import {
-  chatMessage,
   harness,
   SMALL,
   uniqueNames,
@@ -23,14 +22,18 @@ import {
   waitSettled,
   type Harness,
 } from "../support/thread-worker.ts";
-import { Instance } from "./instance.ts";
-import { freePort } from "../../services/start/processes.ts";
+import { Instance, leaseMoves, publishRange, watchLeases, type LeaseMove } from "./instance.ts";
 
-// SPEC §9 on a local 3-node cluster with R3 streams, instances as `npm start` processes. Heavy:
-// the e2e project runs it once. (a) a SIGKILLed instance, (b) a 4th joining, (c) the CHAT
-// stream's leader server killed, (d) a rolling restart: every thread ends equal to the pure
-// core on its log, and no state write ever goes back.
+// SPEC §9 on a local 3-node cluster with R3 streams, instances as `npm start` processes: (a) a
+// SIGKILLed instance, (b) a 4th joining, (c) the CHAT stream's leader server killed, (d) a
+// rolling restart. Every thread ends equal to the pure core on its log, no state write ever
+// goes back, and every lease move is the one the case calls for (taken over from the dead in
+// (a), handed over everywhere else). Heavy: a vitest project of its own (vitest.config.ts).
+// Deadlines only bound a hang: on 2 cores at a load average of 20 an instance takes 20-40 s to
+// start and a case minutes to settle; what is asserted are events and counts, never a time.
 const PARTITIONS = 8;
+const HANG_MS = 240_000;
+const CASE_MS = 900_000;
 const names: Record<"a" | "b" | "c" | "d", InfraNames> = {
   a: { ...uniqueNames(), partitions: PARTITIONS },
   b: { ...uniqueNames(), partitions: PARTITIONS },
@@ -40,24 +43,29 @@ const names: Record<"a" | "b" | "c" | "d", InfraNames> = {
 let dir: string;
 let cluster: LocalCluster;
 let h: Harness | undefined;
+/** A case failed: its logs stay in `dir`. */
+let keep = false;
 const instances: Instance[] = [];
+const stops: (() => void)[] = [];
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "outline-cluster-"));
   cluster = await startLocalCluster({ dir, names: Object.values(names), partitions: PARTITIONS });
-}, 60_000);
+}, HANG_MS);
 afterEach(async () => {
+  for (const stop of stops.splice(0)) stop();
   for (const i of instances.splice(0)) {
     if (i.child.exitCode === null && i.child.signalCode === null) i.killTree();
     await i.exited;
   }
   await h?.nc.close();
   h = undefined;
-});
+}, HANG_MS);
 afterAll(async () => {
   await cluster?.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+  if (keep) console.log(`instance and server logs kept in ${dir}`);
+  else rmSync(dir, { recursive: true, force: true });
+}, HANG_MS);
 
 async function setUp(n: InfraNames): Promise<Harness> {
   const nc = await connectNats({ url: cluster.url, name: "cluster-test" });
@@ -71,50 +79,73 @@ async function setUp(n: InfraNames): Promise<Harness> {
   return h;
 }
 
-/** Starts instances one after another (each ready before the next). */
-async function startReady(n: InfraNames, count: number): Promise<Instance[]> {
-  const started: Instance[] = [];
-  for (let i = 0; i < count; i++) {
-    const instance = await start(n);
-    await instance.ready();
-    started.push(instance);
-  }
-  return started;
-}
-
 // A free port each: a fixed range collided with a leftover listener in a full-suite run.
-async function start(n: InfraNames, extra: Record<string, string> = {}): Promise<Instance> {
-  const i = new Instance(cluster.url, n, SMALL, await freePort("127.0.0.1"), extra);
+async function start(n: InfraNames): Promise<Instance> {
+  const i = new Instance(cluster.url, n, SMALL, await freePort("127.0.0.1"));
   instances.push(i);
   return i;
 }
 
-/** Publishes as a platform does through a failover: retried with the same msgID until stored. */
-async function publish(hh: Harness, thread: string, i: number): Promise<void> {
-  const m = chatMessage(thread, i);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const ack = await hh.js.publish(hh.s.messageCreated(thread), JSON.stringify(m), {
-        msgID: m.id,
-        timeout: 2_000,
-      });
-      const log = hh.log.get(thread) ?? [];
-      if (!log.some((e) => e.message.id === m.id)) log.push({ message: m, seq: ack.seq });
-      hh.log.set(thread, log);
-      return;
-    } catch (err) {
-      if (attempt > 100) throw err;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
+/** Starts `count` instances at once, as a cluster's first start does; resolves when all are ready. */
+async function startReady(n: InfraNames, count: number): Promise<Instance[]> {
+  const started = await Promise.all(Array.from({ length: count }, () => start(n)));
+  await Promise.all(started.map((i) => i.ready()));
+  return started;
 }
 
-async function publishAll(hh: Harness, threads: string[], from: number, to: number) {
-  await Promise.all(
-    threads.map(async (t) => {
-      for (let i = from; i < to; i++) await publish(hh, t, i);
-    }),
+/** Wall time of a case's steps, printed at its end: where a slow run spent its time. */
+type Stopwatch = ReturnType<typeof stopwatch>;
+function stopwatch(name: string) {
+  let last = Date.now();
+  const steps: string[] = [];
+  return {
+    lap(step: string) {
+      const now = Date.now();
+      steps.push(`${step} ${((now - last) / 1000).toFixed(1)} s`);
+      last = now;
+    },
+    print() {
+      console.log(`${name} steps: ${steps.join(", ")} (load average ${load()})`);
+    },
+  };
+}
+
+/** `count` live members hold every partition, each its share, as its heartbeat says. */
+function balanced(v: ClusterAnswer, count: number): boolean {
+  const live = v.members.filter((m) => m.live);
+  const held = Object.values(v.leases);
+  return (
+    live.length === count &&
+    held.length === PARTITIONS &&
+    live.every(
+      (m) =>
+        m.partitions.length >= Math.floor(PARTITIONS / count) &&
+        m.partitions.length === held.filter((id) => id === m.id).length,
+    )
   );
+}
+
+async function waitBalanced(i: Instance, count: number): Promise<ClusterAnswer> {
+  let last: ClusterAnswer | undefined;
+  await waitFor(
+    `${count} members holding every partition`,
+    async () => balanced((last = await i.cluster()), count),
+    HANG_MS,
+  ).catch((err: unknown) => {
+    throw new Error(`${(err as Error).message}; last seen: ${JSON.stringify(last)}`);
+  });
+  return last as ClusterAnswer;
+}
+
+/** A case's start: its streams and buckets, `count` instances sharing the partitions. */
+async function begin(key: keyof typeof names, count: number, threadCount: number) {
+  const clock = stopwatch(`(${key})`);
+  const hh = await setUp(names[key]);
+  const started = await startReady(names[key], count);
+  await waitBalanced(started[0] as Instance, count);
+  clock.lap(`start ${count}`);
+  const threads = Array.from({ length: threadCount }, (_, i) => `${key}${i}`);
+  return { clock, hh, started, threads };
 }
 
 interface Write {
@@ -122,30 +153,28 @@ interface Write {
   revision: number;
   seq: number;
   boundary: number;
+  /** When the server stored it. */
   at: number;
 }
 
-/** Every write to a bucket from now on, with when it was seen. */
+/** Every write to a bucket from now on. */
 async function recordWrites(
   hh: Harness,
   bucket: string,
   position: (value: unknown) => { seq: number; boundary: number },
-): Promise<{ writes: Write[]; stop: () => void }> {
+): Promise<Write[]> {
   const kv = await new Kvm(jetstream(hh.nc)).open(bucket);
   const writes: Write[] = [];
   const watch = await kv.watch({ include: "updates" as never });
+  stops.push(() => watch.stop());
   void (async () => {
     for await (const e of watch as AsyncIterable<KvWatchEntry>) {
       if (e.operation !== "PUT") continue;
-      writes.push({
-        thread: e.key,
-        revision: e.revision,
-        at: Date.now(),
-        ...position(e.json<unknown>()),
-      });
+      const { key: thread, revision } = e;
+      writes.push({ thread, revision, at: e.created.getTime(), ...position(e.json<unknown>()) });
     }
   })();
-  return { writes, stop: () => watch.stop() };
+  return writes;
 }
 
 function backwardWrites(writes: Write[]): string[] {
@@ -160,7 +189,8 @@ function backwardWrites(writes: Write[]): string[] {
   return problems;
 }
 
-async function watchBoth(hh: Harness) {
+/** Watches every write to the snapshot and the actor bucket, and every lease. */
+async function watchAll(hh: Harness) {
   const snapshots = await recordWrites(hh, hh.names.kvBucket, (v) => {
     const s = v as OutlineSnapshot;
     return { seq: s.seq, boundary: s.boundary };
@@ -169,132 +199,197 @@ async function watchBoth(hh: Harness) {
     const r = v as { seen: number; snapshot: { context: { core: { boundary: number } } } };
     return { seq: r.seen, boundary: r.snapshot.context.core.boundary };
   });
-  return { snapshots, actors };
+  const leases = await watchLeases(hh);
+  stops.push(leases.stop);
+  return { snapshots, actors, leases: leases.events };
 }
 
-async function settle(hh: Harness, threads: string[], who: Instance[]) {
+/** The case's streams and CHAT's consumers as the cluster has them: why nothing moves. */
+async function streamStates(hh: Harness): Promise<string> {
+  const { names: n } = hh;
+  const jsm = await jetstreamManager(hh.nc, { timeout: 10_000 });
+  const ours = (name: string) =>
+    [n.chatStream, n.historyStream, n.deadStream].includes(name) ||
+    name.startsWith(`KV_${n.kvBucket}`);
+  const lines: string[] = [];
+  const peers = (c: ClusterInfo | undefined) =>
+    `leader ${c?.leader ?? "none"}; ${(c?.replicas ?? [])
+      .map((r) => `${r.name}${r.current ? "" : " behind"}${r.offline ? " offline" : ""}`)
+      .join(", ")}`;
   try {
-    await waitSettled(hh, threads, 180_000);
+    for await (const info of jsm.streams.list())
+      if (ours(info.config.name))
+        lines.push(`${info.config.name}: ${info.state.messages} messages, ${peers(info.cluster)}`);
+    for await (const c of jsm.consumers.list(n.chatStream))
+      lines.push(
+        `${c.name}: pending ${c.num_pending}, unacked ${c.num_ack_pending}, ${peers(c.cluster)}`,
+      );
   } catch (err) {
+    lines.push(`(streams unreadable: ${(err as Error).message})`);
+  }
+  return lines.join("\n");
+}
+
+/** Every thread settles and equals a clean run on its log; no write to either bucket went back. */
+async function expectClean(
+  hh: Harness,
+  threads: string[],
+  who: Instance[],
+  clock: Stopwatch,
+  writes?: { snapshots: Write[]; actors: Write[] },
+) {
+  try {
+    await waitSettled(hh, threads, HANG_MS);
+  } catch (err) {
+    // Kept for a post-mortem: every instance's whole output beside the servers' logs.
+    keep = true;
+    for (const i of who) writeFileSync(join(dir, `instance-${i.port}.log`), i.output);
     throw new Error(
-      `${(err as Error).message}\n${who.map((i) => `--- instance ${i.port}:\n${i.output.slice(-2_500)}`).join("\n")}`,
+      `${(err as Error).message}\n${await streamStates(hh)}\nlogs in ${dir}\n${who.map((i) => `--- instance ${i.port}:\n${i.output.slice(-2_500)}`).join("\n")}`,
     );
   }
+  clock.lap("settle");
+  await expectMatchesCleanRun(hh, threads, SMALL);
+  clock.lap("compare with clean runs");
+  if (!writes) return;
+  expect(backwardWrites(writes.actors), "actor writes that went back").toEqual([]);
+  expect(backwardWrites(writes.snapshots), "snapshot writes that went back").toEqual([]);
 }
 
-const threadsOf = (prefix: string, n: number) =>
-  Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+const load = () => loadavg()[0]?.toFixed(1);
+const moveTimes = (moves: LeaseMove[]) =>
+  moves.map((m) => `${m.partition}: ${m.ms} ms`).join(", ") || "none";
 
 describe("many instances on a 3-node cluster (SPEC §9)", () => {
-  it("(a) 3 instances, 200 threads, one SIGKILLed mid-stream: every thread equals a clean run", async () => {
-    const hh = await setUp(names.a);
-    const [i1, i2, i3] = (await startReady(names.a, 3)) as [Instance, Instance, Instance];
-    await waitFor(
-      "3 members holding every partition",
-      async () => {
-        const v = await i1.cluster();
-        return v.members.length === 3 && Object.keys(v.leases).length === PARTITIONS;
-      },
-      60_000,
-    );
-    const threads = threadsOf("a", 200);
-    const { snapshots, actors } = await watchBoth(hh);
-    await publishAll(hh, threads, 0, 15);
-    const during = await i1.cluster();
-    console.log(`/cluster during (a):\n${JSON.stringify(during, null, 1)}`);
-    const victim = during.members.find((m) => m.pid !== undefined && i3.memberId() === m.id);
-    expect(victim, "the third instance's member").toBeDefined();
-    const owned = new Set(victim?.partitions);
-    const orphans = new Set(threads.filter((t) => owned.has(partitionOf(t, PARTITIONS))));
-    const killedAt = Date.now();
-    i3.killTree();
-    await i3.exited;
-    await publishAll(hh, threads, 15, 30);
-    await settle(hh, threads, [i1, i2]);
-    // The first write by a new owner: one reflecting a message published after the kill.
-    const firstAfter = new Map(threads.map((t) => [t, hh.log.get(t)?.[15]?.seq ?? Infinity]));
-    const first = snapshots.writes.find(
-      (w) => orphans.has(w.thread) && w.seq >= (firstAfter.get(w.thread) ?? Infinity),
-    );
-    console.log(
-      `(a) kill to first write of a thread the dead instance owned: ${first ? first.at - killedAt : "none"} ms (OUTLINE_FAILOVER_MS 5000; ${orphans.size} of its threads)`,
-    );
-    snapshots.stop();
-    actors.stop();
-    await expectMatchesCleanRun(hh, threads, SMALL);
-    expect(backwardWrites(actors.writes)).toEqual([]);
-    expect(backwardWrites(snapshots.writes)).toEqual([]);
-    const after = await i1.cluster();
-    expect(after.members.filter((m) => m.partitions.length > 0)).toHaveLength(2);
-    expect(Object.values(after.leases).every((m) => m !== victim?.id)).toBe(true);
-  });
+  it(
+    "(a) 3 instances, 200 threads, one SIGKILLed mid-stream: every thread equals a clean run",
+    async () => {
+      const { clock, hh, started, threads } = await begin("a", 3, 200);
+      const [i1, i2, i3] = started as [Instance, Instance, Instance];
+      const watched = await watchAll(hh);
+      await publishRange(hh, threads, 0, 15);
+      clock.lap("publish 3,000");
+      const during = await i1.cluster();
+      console.log(`(a) GET /cluster with 3 instances, 200 threads:\n${JSON.stringify(during)}`);
+      const victim = i3.memberId();
+      const owned = Object.entries(during.leases)
+        .filter(([, id]) => id === victim)
+        .map(([k]) => Number(k));
+      expect(owned.length, `partitions of ${victim}`).toBeGreaterThan(0);
+      const orphans = new Set(threads.filter((t) => owned.includes(hh.s.partitionOf(t) ?? -1)));
+      const killedAt = Date.now();
+      i3.killTree();
+      await i3.exited;
+      await publishRange(hh, threads, 15, 30);
+      clock.lap("kill, publish 3,000");
+      await expectClean(hh, threads, [i1, i2], clock, watched);
 
-  it("(b) a 4th instance joins mid-stream and takes partitions; no thread's state goes back", async () => {
-    const hh = await setUp(names.b);
-    const three = await startReady(names.b, 3);
-    const threads = threadsOf("b", 80);
-    const { snapshots, actors } = await watchBoth(hh);
-    await publishAll(hh, threads, 0, 20);
-    const fourth = await start(names.b);
-    await Promise.all([fourth.ready(), publishAll(hh, threads, 20, 40)]);
-    await settle(hh, threads, [...three, fourth]);
-    snapshots.stop();
-    actors.stop();
-    await expectMatchesCleanRun(hh, threads, SMALL);
-    expect(backwardWrites(actors.writes)).toEqual([]);
-    expect(backwardWrites(snapshots.writes)).toEqual([]);
-    const v = await fourth.cluster();
-    const mine = v.members.find((m) => m.id === fourth.memberId());
-    expect(mine?.partitions.length).toBe(PARTITIONS / 4);
-    for (const i of [...three, fourth]) expect(i.output).not.toContain("(from a member that died)");
-  });
+      // The survivors took the dead one's leases over (it never let go), each partition once.
+      const taken = leaseMoves(watched.leases).filter((m) => m.from === victim);
+      expect(taken.map((m) => m.partition).sort()).toEqual(owned.sort());
+      expect(taken.every((m) => m.takenOver)).toBe(true);
+      // The first write by a new owner: one reflecting a message published after the kill.
+      const after = new Map(threads.map((t) => [t, hh.log.get(t)?.[15]?.seq ?? Infinity]));
+      const first = watched.snapshots
+        .filter((w) => orphans.has(w.thread) && w.seq >= (after.get(w.thread) ?? Infinity))
+        .sort((x, y) => x.at - y.at)[0];
+      expect(first, "a write of a thread the dead instance owned").toBeDefined();
+      console.log(
+        `(a) SIGKILL → its ${owned.length} partitions taken over after ${Math.max(...taken.map((m) => m.at)) - killedAt} ms; ` +
+          `→ first write of one of its ${orphans.size} threads after ${(first?.at ?? 0) - killedAt} ms ` +
+          `(OUTLINE_FAILOVER_MS ${DEFAULT_FAILOVER_MS}, load average ${load()})`,
+      );
+      const v = await i1.cluster();
+      expect(v.members.filter((m) => m.live && m.partitions.length > 0)).toHaveLength(2);
+      expect(Object.values(v.leases)).not.toContain(victim);
+      clock.print();
+    },
+    CASE_MS,
+  );
 
-  it("(c) the server leading CHAT is killed mid-stream: nothing is lost", async () => {
-    const hh = await setUp(names.c);
-    const two = await startReady(names.c, 2);
-    const threads = threadsOf("c", 60);
-    await publishAll(hh, threads, 0, 15);
-    const jsm = await jetstreamManager(hh.nc);
-    const leader = (await jsm.streams.info(names.c.chatStream)).cluster?.leader;
-    const node = cluster.nodes.find((n) => n.name === leader);
-    expect(node, `leader ${leader}`).toBeDefined();
-    await node?.kill();
-    await publishAll(hh, threads, 15, 30);
-    await node?.restart();
-    await settle(hh, threads, two);
-    await expectMatchesCleanRun(hh, threads, SMALL);
-    const newLeader = (await jsm.streams.info(names.c.chatStream)).cluster?.leader;
-    console.log(`(c) CHAT leader ${leader} killed; now led by ${newLeader}`);
-  });
+  it(
+    "(b) a 4th instance joins mid-stream and takes partitions; no thread's state goes back",
+    async () => {
+      const { clock, hh, started: three, threads } = await begin("b", 3, 80);
+      const watched = await watchAll(hh);
+      await publishRange(hh, threads, 0, 20);
+      const fourth = await start(names.b);
+      await Promise.all([fourth.ready(), publishRange(hh, threads, 20, 40)]);
+      clock.lap("publish 3,200, start a 4th");
+      await expectClean(hh, threads, [...three, fourth], clock, watched);
+      await waitBalanced(fourth, 4);
+      // It got its share by hand-over: each partition let go by its holder, then taken.
+      const moves = leaseMoves(watched.leases);
+      const joined = moves.filter((m) => m.to === fourth.memberId());
+      expect(joined).toHaveLength(PARTITIONS / 4);
+      expect(moves.filter((m) => m.takenOver)).toEqual([]);
+      console.log(`(b) join: release → take per partition ${moveTimes(joined)} (load ${load()})`);
+      clock.print();
+    },
+    CASE_MS,
+  );
 
-  it("(d) rolling restart: each instance SIGTERMed in turn hands over at once, nothing lost", async () => {
-    const hh = await setUp(names.d);
-    let live = await startReady(names.d, 3);
-    const threads = threadsOf("d", 60);
-    const { snapshots, actors } = await watchBoth(hh);
-    let next = 0;
-    const step = 8;
-    for (let round = 0; round < 3; round++) {
-      await publishAll(hh, threads, next, next + step);
-      next += step;
-      const old = live[0] as Instance;
-      old.sigterm();
-      const [exit] = await Promise.all([old.exited, publishAll(hh, threads, next, next + 4)]);
-      next += 4;
-      expect(exit.code, old.output.slice(-2_000)).toBe(0);
-      expect(old.output).toContain("cluster: handed over partitions");
-      const fresh = await start(names.d);
-      live = [...live.slice(1), fresh];
-      await fresh.ready();
-    }
-    await publishAll(hh, threads, next, next + step);
-    await settle(hh, threads, live);
-    snapshots.stop();
-    actors.stop();
-    await expectMatchesCleanRun(hh, threads, SMALL);
-    expect(backwardWrites(actors.writes)).toEqual([]);
-    expect(backwardWrites(snapshots.writes)).toEqual([]);
-    // Every partition moved by hand-over: nobody took one from a member judged dead.
-    for (const i of [...instances]) expect(i.output).not.toContain("(from a member that died)");
-  });
+  it(
+    "(c) the server leading CHAT is killed mid-stream: nothing is lost",
+    async () => {
+      const { clock, hh, started: two, threads } = await begin("c", 2, 60);
+      await publishRange(hh, threads, 0, 15);
+      const jsm = await jetstreamManager(hh.nc);
+      const leader = (await jsm.streams.info(names.c.chatStream)).cluster?.leader;
+      const node = cluster.nodes.find((n) => n.name === leader);
+      expect(node, `leader ${leader}`).toBeDefined();
+      await node?.kill();
+      await publishRange(hh, threads, 15, 30);
+      await node?.restart();
+      clock.lap("publish 1,800, kill and restart the leader");
+      await expectClean(hh, threads, two, clock);
+      const now = (await jsm.streams.info(names.c.chatStream)).cluster?.leader;
+      console.log(`(c) CHAT leader ${leader} killed; now led by ${now} (load ${load()})`);
+      clock.print();
+    },
+    CASE_MS,
+  );
+
+  it(
+    "(d) rolling restart: each instance SIGTERMed in turn hands over at once, nothing lost",
+    async () => {
+      const { clock, hh, started, threads } = await begin("d", 3, 60);
+      let live = started;
+      const watched = await watchAll(hh);
+      let next = 0;
+      const step = 8;
+      const rounds: { member: string | undefined; drainMs: number }[] = [];
+      for (let round = 0; round < 3; round++) {
+        await publishRange(hh, threads, next, next + step);
+        next += step;
+        const old = live[0] as Instance;
+        const termAt = Date.now();
+        old.kill("SIGTERM");
+        const [exit] = await Promise.all([old.exited, publishRange(hh, threads, next, next + 4)]);
+        next += 4;
+        rounds.push({ member: old.memberId(), drainMs: Date.now() - termAt });
+        expect(exit.code, old.output.slice(-2_000)).toBe(0);
+        expect(old.output).toContain("cluster: handed over partitions");
+        const fresh = await start(names.d);
+        live = [...live.slice(1), fresh];
+        await fresh.ready();
+        clock.lap(`round ${round + 1}`);
+      }
+      await publishRange(hh, threads, next, next + step);
+      await expectClean(hh, threads, live, clock, watched);
+      // Every partition moved by hand-over: nothing was taken from a member judged dead, so no
+      // thread waited for a lease to time out.
+      const moves = leaseMoves(watched.leases);
+      expect(moves.filter((m) => m.takenOver)).toEqual([]);
+      for (const [r, { member, drainMs }] of rounds.entries()) {
+        const handed = moves.filter((m) => m.from === member);
+        expect(handed.length, `partitions ${member} handed over`).toBeGreaterThan(0);
+        console.log(
+          `(d) round ${r + 1}: SIGTERM → exit ${drainMs} ms; release → take ${moveTimes(handed)} (load ${load()})`,
+        );
+      }
+      clock.print();
+    },
+    CASE_MS,
+  );
 });

@@ -1,18 +1,27 @@
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { createRequire } from "node:module";
-import { pathToFileURL } from "node:url";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { jetstream } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import { clusterBucket } from "../../services/cluster/membership.ts";
+import type { ClusterAnswer } from "../../services/cluster/view.ts";
+import { partitionMappings } from "../../services/cluster/server-config.ts";
 import { namesToEnv, type InfraNames } from "../../services/config/names.ts";
 import type { CoreSettings } from "../../shared/settings.ts";
+import { startOwnNats, type FaultScope, type OwnNats } from "../faults/support.ts";
+import { ServiceProcess, START_DEADLINE_MS } from "../support/service-process.ts";
+import { chatMessage, type Harness } from "../support/thread-worker.ts";
+
+// What the cluster tests share: an instance as a process, a server with the partition mapping,
+// publishing as a platform does through a failover, and who held which lease when.
 
 /**
  * One instance as an operator runs it: `npm start` with NATS_URL set (services/start/main.ts:
  * a worker and a prompt-builder, each a child process), in a process group of its own.
  */
-export class Instance {
-  readonly child: ChildProcess;
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+export class Instance extends ServiceProcess {
   readonly port: number;
-  output = "";
 
   constructor(
     url: string,
@@ -21,8 +30,6 @@ export class Instance {
     port: number,
     extra: Record<string, string> = {},
   ) {
-    this.port = port;
-    const loader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
     const env: NodeJS.ProcessEnv = {};
     for (const [key, value] of Object.entries(process.env)) {
       if (!/^(HISTORY_|OUTLINE_|NATS_)/.test(key)) env[key] = value;
@@ -41,41 +48,18 @@ export class Instance {
       OUTLINE_REPLICAS: "3",
       ...extra,
     });
-    this.child = spawn(process.execPath, ["--import", loader, "services/start/main.ts"], {
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-    });
-    this.child.stdout?.on("data", (d: Buffer) => (this.output += d.toString()));
-    this.child.stderr?.on("data", (d: Buffer) => (this.output += d.toString()));
-    this.exited = new Promise((resolve) =>
-      this.child.once("exit", (code, signal) => resolve({ code, signal })),
-    );
+    super("services/start/main.ts", env, { detached: true });
+    this.port = port;
   }
 
   /** Resolves once its worker consumes and its prompt-builder answers. */
-  async ready(timeoutMs = 60_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!(this.output.includes("consuming ") && this.output.includes("HTTP on"))) {
-      if (this.child.exitCode !== null || Date.now() > deadline)
-        throw new Error(
-          `instance on port ${this.port} did not start:\n${this.output.slice(-4_000)}`,
-        );
-      await new Promise((r) => setTimeout(r, 100));
-    }
+  ready(timeoutMs = START_DEADLINE_MS): Promise<void> {
+    return this.started(`instance on port ${this.port}`, ["consuming ", "HTTP on"], timeoutMs);
   }
 
-  async cluster(): Promise<{
-    members: { id: string; pid: number; partitions: number[]; threads: number; lag: number }[];
-    partitions: number;
-    leases: Record<string, string>;
-  }> {
+  async cluster(): Promise<ClusterAnswer> {
     const res = await fetch(`http://127.0.0.1:${this.port}/cluster`);
-    return (await res.json()) as Awaited<ReturnType<Instance["cluster"]>>;
-  }
-
-  sigterm(): void {
-    this.child.kill("SIGTERM");
+    return (await res.json()) as ClusterAnswer;
   }
 
   /** SIGKILL of the whole process tree at once: the instance dies as a host would. */
@@ -102,9 +86,128 @@ export class Instance {
       }
     }
   }
+}
 
-  /** The worker's member id, from its start line. */
-  memberId(): string | undefined {
-    return /as member (\S+) holding/.exec(this.output)?.[1];
+/**
+ * A nats-server of the test's own, on one server, whose config maps `names`' chat subjects to
+ * `partitions` partitions; with `mapped: false` it starts without the mapping, and `map()`
+ * writes it for the next restart (the upgrade of docs/scale-out.md).
+ */
+export async function mappedNats(
+  scope: FaultScope,
+  names: InfraNames,
+  partitions: number,
+  mapped = true,
+): Promise<{ nats: OwnNats; map: () => void }> {
+  const dir = mkdtempSync(join(tmpdir(), "outline-mapping-"));
+  scope.stops.push(() => rmSync(dir, { recursive: true, force: true }));
+  const conf = join(dir, "nats.conf");
+  const map = () => writeFileSync(conf, partitionMappings(names, partitions));
+  if (mapped) map();
+  else writeFileSync(conf, "");
+  const nats = (scope.nats = await startOwnNats({ configFile: conf }));
+  return { nats, map };
+}
+
+/**
+ * Publishes message `i` of `thread` as a platform does through a failover: retried with the same
+ * msgID until stored, then recorded in the harness's log with its CHAT sequence.
+ */
+export async function publish(h: Harness, thread: string, i: number): Promise<void> {
+  const m = chatMessage(thread, i);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const ack = await h.js.publish(h.s.messageCreated(thread), JSON.stringify(m), {
+        msgID: m.id,
+        timeout: 5_000,
+      });
+      const log = h.log.get(thread) ?? [];
+      if (!log.some((e) => e.message.id === m.id)) log.push({ message: m, seq: ack.seq });
+      h.log.set(thread, log);
+      return;
+    } catch (err) {
+      if (attempt > 60) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
   }
+}
+
+/** Messages `from` to `to` (excluded) of every thread, each thread's in order. */
+export async function publishRange(
+  h: Harness,
+  threads: readonly string[],
+  from: number,
+  to: number,
+): Promise<void> {
+  await Promise.all(
+    threads.map(async (t) => {
+      for (let i = from; i < to; i++) await publish(h, t, i);
+    }),
+  );
+}
+
+/** A write to a lease key of the cluster bucket: who took partition `partition`, or its release. */
+export interface LeaseEvent {
+  partition: number;
+  /** The holder written; undefined for a release (the key deleted). */
+  member: string | undefined;
+  /** When the server stored it. */
+  at: number;
+  revision: number;
+}
+
+/** The lease keys as they are now, then every write to them, until `stop()`. */
+export async function watchLeases(h: Harness): Promise<{ events: LeaseEvent[]; stop: () => void }> {
+  const kv = await new Kvm(jetstream(h.nc)).open(clusterBucket(h.names));
+  const events: LeaseEvent[] = [];
+  const watch = await kv.watch({ key: "lease.>" });
+  void (async () => {
+    for await (const e of watch) {
+      events.push({
+        partition: Number(e.key.slice("lease.".length)),
+        member: e.operation === "PUT" ? e.json<{ member: string }>().member : undefined,
+        at: e.created.getTime(),
+        revision: e.revision,
+      });
+    }
+  })();
+  return { events, stop: () => watch.stop() };
+}
+
+/** A partition that changed holder. */
+export interface LeaseMove {
+  partition: number;
+  from: string;
+  to: string;
+  /** `from` never let go: `to` took the lease once `from` fell silent (a failover). */
+  takenOver: boolean;
+  /** From the release (or, taken over, from `from`'s last write of the lease) to the taking. */
+  ms: number;
+  at: number;
+}
+
+/** Every change of holder in the events, in the order they happened. */
+export function leaseMoves(events: readonly LeaseEvent[]): LeaseMove[] {
+  const moves: LeaseMove[] = [];
+  const holders = new Map<number, LeaseEvent>();
+  const released = new Map<number, { from: string; at: number }>();
+  for (const e of [...events].sort((a, b) => a.revision - b.revision)) {
+    const holder = holders.get(e.partition);
+    if (e.member === undefined) {
+      if (holder?.member) released.set(e.partition, { from: holder.member, at: e.at });
+      holders.delete(e.partition);
+      continue;
+    }
+    const free = released.get(e.partition);
+    if (holder?.member && holder.member !== e.member) {
+      const { partition, member: to, at } = e;
+      moves.push({ partition, from: holder.member, to, takenOver: true, ms: at - holder.at, at });
+    } else if (free && free.from !== e.member) {
+      const { partition, member: to, at } = e;
+      moves.push({ partition, from: free.from, to, takenOver: false, ms: at - free.at, at });
+    }
+    released.delete(e.partition);
+    holders.set(e.partition, e);
+  }
+  return moves.sort((a, b) => a.at - b.at);
 }

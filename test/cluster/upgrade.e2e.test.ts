@@ -1,24 +1,9 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { describe, expect, it } from "vitest";
-import { partitionMappings } from "../../services/cluster/server-config.ts";
 import { subjects } from "../../services/nats/subjects.ts";
-import {
-  expectMatchesCleanRun,
-  faultScope,
-  ownHarness,
-  spawnWorker,
-  startOwnNats,
-} from "../faults/support.ts";
-import {
-  chatMessage,
-  publishMessage,
-  SMALL,
-  uniqueNames,
-  waitSettled,
-} from "../support/thread-worker.ts";
+import { expectMatchesCleanRun, faultScope, ownHarness, spawnWorker } from "../faults/support.ts";
+import { SMALL, uniqueNames, waitSettled } from "../support/thread-worker.ts";
+import { mappedNats, publishRange } from "./instance.ts";
 
 // The upgrade of docs/scale-out.md: a CHAT stream written and consumed by one instance in
 // single mode, with events still unconsumed when it stops; the server restarted with the
@@ -32,30 +17,21 @@ describe("upgrading a single-instance CHAT stream to partitions", () => {
   it("applies every event stored before and after the switch, once, in order", async () => {
     const single = uniqueNames();
     const names = { ...single, partitions: PARTITIONS };
-    const dir = mkdtempSync(join(tmpdir(), "outline-upgrade-"));
-    const conf = join(dir, "nats.conf");
-    writeFileSync(conf, "");
-    const nats = (scope.nats = await startOwnNats({ configFile: conf }));
+    const { nats, map } = await mappedNats(scope, names, PARTITIONS, false);
     const h = (scope.h = await ownHarness(nats.url, single));
     const threads = Array.from({ length: 12 }, (_, i) => `u${i}`);
-    const publish = (from: number, to: number) =>
-      Promise.all(
-        threads.map(async (t) => {
-          for (let i = from; i < to; i++) await publishMessage(h, chatMessage(t, i));
-        }),
-      );
 
     const old = spawnWorker(nats.url, single, SMALL);
     scope.processes.push(old);
     await old.ready();
-    await publish(0, 20);
+    await publishRange(h, threads, 0, 20);
     await waitSettled(h, threads, 60_000);
     old.kill("SIGTERM");
     await old.exited;
     // Published while no instance runs: stored in the old form, never consumed by the old durable.
-    await publish(20, 30);
+    await publishRange(h, threads, 20, 30);
 
-    writeFileSync(conf, partitionMappings(names, PARTITIONS));
+    map();
     await h.nc.close();
     await nats.restart();
     const h2 = (scope.h = await ownHarness(nats.url, names));
@@ -63,13 +39,9 @@ describe("upgrading a single-instance CHAT stream to partitions", () => {
     const a = spawnWorker(nats.url, names, SMALL);
     const b = spawnWorker(nats.url, names, SMALL);
     scope.processes.push(a, b);
-    await a.ready(60_000);
-    await b.ready(60_000);
-    await Promise.all(
-      threads.map(async (t) => {
-        for (let i = 30; i < 45; i++) await publishMessage(h2, chatMessage(t, i));
-      }),
-    );
+    await a.ready();
+    await b.ready();
+    await publishRange(h2, threads, 30, 45);
     await waitSettled(h2, threads, 90_000).catch((err: unknown) => {
       throw new Error(
         `${(err as Error).message}\nA:\n${a.output.slice(-2_000)}\nB:\n${b.output.slice(-2_000)}`,
