@@ -58,6 +58,11 @@ export interface SummaryResult {
 /** What every summarizer adapter implements; the host calls it and sends the result back. */
 export interface Summarizer {
   readonly name: string;
+  /**
+   * Building a node again costs less than asking HISTORY whether it was built already (no model,
+   * no network): the host skips that read, and HISTORY's write fence keeps the first text.
+   */
+  readonly cheap?: boolean;
   summarize(job: SummaryJob, signal?: AbortSignal): Promise<SummaryResult>;
 }
 

@@ -1,29 +1,61 @@
 // A worker thread of the extractive summarizer (services/summarizer/pool.ts): tasks in, lines
-// and digests out. A plain module so it runs as TypeScript (through tsx's loader) and compiled.
+// out. A plain module so it runs as TypeScript (through tsx's loader) and compiled.
 import { parentPort } from "node:worker_threads";
 import { performance } from "node:perf_hooks";
+import { DigestCache } from "./digests.ts";
 import { runTask, type ExtractTask } from "./extract/work.ts";
+import type { NodeKey } from "./pool.ts";
 import { threadCpuMs } from "./thread-cpu.ts";
 
 const port = parentPort;
 if (!port) throw new Error("extract-thread.ts runs as a worker thread of the summarizer's pool");
 
+// The digests of the nodes this thread made whose parent is not built yet: every node of a
+// conversation is made here (the pool sends them all to one thread), so they never cross back.
+const digests = new DigestCache();
+
+/** The task's line; a task naming its node keeps its digest here, and a merge takes its children's. */
+function run(task: ExtractTask, node: NodeKey | null) {
+  if (!node) return runTask(task);
+  if (task.kind === "merge") {
+    const { thread, level, index } = node;
+    const left = digests.take(thread, level - 1, index * 2, task.left.text);
+    const right = digests.take(thread, level - 1, index * 2 + 1, task.right.text);
+    if (left) task.leftDigest = left;
+    if (right) task.rightDigest = right;
+  }
+  const result = runTask(task);
+  digests.put(node.thread, node.level, node.index, result.digest);
+  return { text: result.text };
+}
+
 // A batch of tasks in, their answers out in one message, in the same order, with the CPU the
 // thread spent on them (its wall time where the thread's CPU cannot be read).
-port.on("message", ({ ids, tasks }: { ids: number[]; tasks: ExtractTask[] }) => {
-  const cpuBefore = threadCpuMs();
-  const wallBefore = performance.now();
-  const answers = tasks.map((task) => {
-    try {
-      return { ok: true, result: runTask(task) };
-    } catch (err) {
-      return { ok: false, error: err instanceof Error ? (err.stack ?? err.message) : String(err) };
-    }
-  });
-  const cpuAfter = cpuBefore === undefined ? undefined : threadCpuMs();
-  const cpuMs =
-    cpuBefore === undefined || cpuAfter === undefined
-      ? performance.now() - wallBefore
-      : cpuAfter - cpuBefore;
-  port.postMessage({ ids, answers, cpuMs });
-});
+port.on(
+  "message",
+  ({ ids, tasks, nodes }: { ids: number[]; tasks: ExtractTask[]; nodes?: (NodeKey | null)[] }) => {
+    const cpuBefore = threadCpuMs();
+    const wallBefore = performance.now();
+    const answers = tasks.map((task, i) => {
+      try {
+        return { ok: true, result: run(task, nodes?.[i] ?? null) };
+      } catch (err) {
+        return {
+          ok: false,
+          error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+        };
+      }
+    });
+    const cpuAfter = cpuBefore === undefined ? undefined : threadCpuMs();
+    const cpuMs =
+      cpuBefore === undefined || cpuAfter === undefined
+        ? performance.now() - wallBefore
+        : cpuAfter - cpuBefore;
+    port.postMessage({
+      ids,
+      answers,
+      cpuMs,
+      held: { digests: digests.size, bytes: digests.bytes },
+    });
+  },
+);

@@ -42,6 +42,8 @@ export interface ExtractiveOptions {
  */
 export class ExtractiveSummarizer implements Summarizer {
   readonly name = "extractive";
+  /** A node costs well under a millisecond of CPU: less than a HISTORY read (bench e2e heavy). */
+  readonly cheap = true;
   readonly #digests: DigestCache;
   readonly #pool: ExtractPool | undefined;
   #inline = false;
@@ -58,32 +60,34 @@ export class ExtractiveSummarizer implements Summarizer {
     return { ...noUsage(), cpuMs: (this.#pool?.cpuMs ?? 0) + this.#inlineCpuMs };
   }
 
-  /** Digests held now: how many and their approximate bytes. */
+  /** Digests held now (here and in the threads): how many and their approximate bytes. */
   held(): { digests: number; bytes: number } {
-    return { digests: this.#digests.size, bytes: this.#digests.bytes };
+    const threads = this.#pool?.held() ?? { digests: 0, bytes: 0 };
+    return {
+      digests: this.#digests.size + threads.digests,
+      bytes: this.#digests.bytes + threads.bytes,
+    };
   }
 
+  /**
+   * On the pool, whose thread keeps the node's digest; on the event loop (digests kept here)
+   * without one, or from the first time its threads cannot start.
+   */
   async summarize(job: SummaryJob, signal?: AbortSignal): Promise<SummaryResult> {
-    const task = this.#taskOf(job);
-    const result: ExtractResult = this.#pool
-      ? await this.#onPool(task, signal)
-      : this.#runInline(task);
-    this.#digests.put(job.thread, job.level, job.index, result.digest);
-    return { text: result.text, calls: 0 };
-  }
-
-  /** On the pool; on the event loop from the first time its threads cannot start. */
-  async #onPool(task: ExtractTask, signal: AbortSignal | undefined): Promise<ExtractResult> {
     if (this.#pool && !this.#inline) {
+      const node = { thread: job.thread, level: job.level, index: job.index };
       try {
-        return await this.#pool.run(task, signal);
+        const { text } = await this.#pool.run(this.#taskOf(job, false), signal, node);
+        return { text, calls: 0 };
       } catch (err) {
         if (!(err instanceof PoolUnavailableError)) throw err;
         this.#inline = true;
         process.emitWarning(err.message, { code: "OUTLINE_SUMMARIZER_THREADS" });
       }
     }
-    return this.#runInline(task);
+    const result = this.#runInline(this.#taskOf(job, true));
+    this.#digests.put(job.thread, job.level, job.index, result.digest);
+    return { text: result.text, calls: 0 };
   }
 
   #runInline(task: ExtractTask): ExtractResult {
@@ -101,7 +105,8 @@ export class ExtractiveSummarizer implements Summarizer {
     await this.#pool?.close();
   }
 
-  #taskOf(job: SummaryJob): ExtractTask {
+  /** `digests`: a merge carries its children's digests held here (none: the thread has them). */
+  #taskOf(job: SummaryJob, digests: boolean): ExtractTask {
     if (job.kind === "leaf") {
       const { from, to, text, steps } = job.message;
       return {
@@ -113,8 +118,10 @@ export class ExtractiveSummarizer implements Summarizer {
       };
     }
     const half = job.level - 1;
-    const leftDigest = this.#digests.take(job.thread, half, job.index * 2, job.left.text);
-    const rightDigest = this.#digests.take(job.thread, half, job.index * 2 + 1, job.right.text);
+    const take = (index: number, line: string) =>
+      digests ? this.#digests.take(job.thread, half, index, line) : undefined;
+    const leftDigest = take(job.index * 2, job.left.text);
+    const rightDigest = take(job.index * 2 + 1, job.right.text);
     return {
       kind: "merge",
       left: { id: job.left.id, n: job.left.n, text: job.left.text },

@@ -7,11 +7,31 @@ import { Worker } from "node:worker_threads";
 import type { ExtractResult, ExtractTask } from "./extract/work.ts";
 
 /**
+ * The node a task builds: its thread keeps the digest of what it made under this key, and a
+ * merge takes its children's from there, so digests never cross between threads (cloning them
+ * each way was most of what a hand-over cost the event loop, bench e2e heavy).
+ */
+export interface NodeKey {
+  thread: string;
+  level: number;
+  index: number;
+}
+
+/** A task's answer: the line, and its digest when the task named no node (kept by the caller). */
+export type ExtractAnswer = Pick<ExtractResult, "text"> & Partial<Pick<ExtractResult, "digest">>;
+
+/** Digests a thread holds: how many and their approximate bytes. */
+export interface HeldDigests {
+  digests: number;
+  bytes: number;
+}
+
+/**
  * Tasks a thread is given at once, at most: the tasks asked for in one turn of the event loop go
  * as one message and come back as one, so their results reach the host together (one burst of
  * summaries per thread, not one per node) and the hand-over costs one message each way.
  */
-const BATCH = 16;
+const BATCH = 64;
 
 /**
  * The thread's module beside this one, in its language: `extract-thread.ts` when this runs as
@@ -57,7 +77,10 @@ export function defaultThreads(cores = availableParallelism()): number {
 interface Waiting {
   id: number;
   task: ExtractTask;
-  resolve(result: ExtractResult): void;
+  node: NodeKey | undefined;
+  /** The thread it must run on (a node's digests are in one thread). */
+  slot: number;
+  resolve(result: ExtractAnswer): void;
   reject(err: Error): void;
   signal: AbortSignal | undefined;
   onAbort?: () => void;
@@ -68,6 +91,8 @@ interface Slot {
   running: Map<number, Waiting>;
   /** It has answered a task: it started. */
   answered: boolean;
+  /** The digests it holds, as of its last answer. */
+  held: HeldDigests;
 }
 
 /** Threads that die before their first answer, in a row, before the pool gives up. */
@@ -78,13 +103,22 @@ export class PoolUnavailableError extends Error {
   override readonly name = "PoolUnavailableError";
 }
 
-type Answer = { ok: true; result: ExtractResult } | { ok: false; error: string };
+type Answer = { ok: true; result: ExtractAnswer } | { ok: false; error: string };
+
+/** A thread's tasks go to one of the pool's threads, always the same (FNV-1a of its name). */
+function slotOf(thread: string, size: number): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < thread.length; i++) h = Math.imul(h ^ thread.charCodeAt(i), 0x01000193);
+  return (h >>> 0) % size;
+}
 
 /**
  * A few worker threads running the extractive summarizer's tasks, so a long message or a merge
- * never holds the event loop that handles the thread worker's events. Tasks go to the thread with
- * the fewest in hand; a thread that dies fails its tasks (the job retries) and is replaced.
- * Threads start with the first task, and idle ones do not keep the process alive.
+ * never holds the event loop that handles the thread worker's events. A task naming a node goes
+ * to the thread that holds its conversation's digests (the same one for every node of it); others
+ * to any idle thread. A thread that dies fails its tasks (the job retries) and is replaced, its
+ * digests lost (merges then read their children's lines). Threads start with the first task,
+ * and idle ones do not keep the process alive.
  */
 export class ExtractPool {
   readonly size: number;
@@ -115,12 +149,27 @@ export class ExtractPool {
     return this.#cpuMs;
   }
 
-  run(task: ExtractTask, signal?: AbortSignal): Promise<ExtractResult> {
+  /** Digests the threads hold for nodes whose parent is not built yet, as of their last answers. */
+  held(): HeldDigests {
+    const held = { digests: 0, bytes: 0 };
+    for (const slot of this.#slots) {
+      held.digests += slot.held.digests;
+      held.bytes += slot.held.bytes;
+    }
+    return held;
+  }
+
+  /**
+   * Runs `task`. With `node`, the thread keeps the digest of the line it makes under that key
+   * (and a merge takes its children's from there): the answer has no digest then.
+   */
+  run(task: ExtractTask, signal?: AbortSignal, node?: NodeKey): Promise<ExtractAnswer> {
     if (this.#unavailable) return Promise.reject(this.#unavailable);
     if (this.#closed) return Promise.reject(new Error("the summarizer's threads are closed"));
     if (signal?.aborted) return Promise.reject(abortError(signal));
-    return new Promise<ExtractResult>((resolve, reject) => {
-      const waiting: Waiting = { id: this.#next++, task, resolve, reject, signal };
+    return new Promise<ExtractAnswer>((resolve, reject) => {
+      const slot = node ? slotOf(node.thread, this.size) : -1;
+      const waiting: Waiting = { id: this.#next++, task, node, slot, resolve, reject, signal };
       if (signal) {
         waiting.onAbort = () => {
           const at = this.#queue.indexOf(waiting);
@@ -164,11 +213,13 @@ export class ExtractPool {
       execArgv: [],
       workerData: { entry: this.#entry.href, tsx: this.#tsx },
     });
-    const slot: Slot = { worker, running: new Map(), answered: false };
+    const slot: Slot = { worker, running: new Map(), answered: false, held: NO_DIGESTS };
     worker.unref();
-    worker.on("message", (reply: { ids: number[]; answers: Answer[]; cpuMs?: number }) => {
+    type Reply = { ids: number[]; answers: Answer[]; cpuMs?: number; held?: HeldDigests };
+    worker.on("message", (reply: Reply) => {
       const { ids, answers } = reply;
       this.#cpuMs += reply.cpuMs ?? 0;
+      if (reply.held) slot.held = reply.held;
       slot.answered = true;
       this.#startFailures = 0;
       ids.forEach((id, i) => {
@@ -213,18 +264,40 @@ export class ExtractPool {
     return slot;
   }
 
-  /** Idle threads each take a share of the queue, as one batch. */
+  /**
+   * Idle threads each take, as one batch, the queued tasks bound to them and a share of the
+   * others.
+   */
   #dispatch(): void {
-    const idle = this.#slots.filter((slot) => slot.running.size === 0);
-    for (const [i, slot] of idle.entries()) {
+    const idle: number[] = [];
+    this.#slots.forEach((slot, at) => {
+      if (slot.running.size === 0) idle.push(at);
+    });
+    let free = this.#queue.filter((w) => w.slot < 0).length;
+    for (const [i, at] of idle.entries()) {
       if (this.#queue.length === 0) return;
-      const share = Math.min(BATCH, Math.ceil(this.#queue.length / (idle.length - i)));
-      const batch = this.#queue.splice(0, share);
+      const slot = this.#slots[at] as Slot;
+      let share = Math.ceil(free / (idle.length - i));
+      const batch: Waiting[] = [];
+      const rest: Waiting[] = [];
+      for (const waiting of this.#queue) {
+        const mine = waiting.slot === at || (waiting.slot < 0 && share > 0);
+        if (mine && batch.length < BATCH) {
+          if (waiting.slot < 0) {
+            share -= 1;
+            free -= 1;
+          }
+          batch.push(waiting);
+        } else rest.push(waiting);
+      }
+      if (batch.length === 0) continue;
+      this.#queue.splice(0, this.#queue.length, ...rest);
       slot.worker.ref();
       for (const waiting of batch) slot.running.set(waiting.id, waiting);
       slot.worker.postMessage({
         ids: batch.map((w) => w.id),
         tasks: batch.map((w) => w.task),
+        nodes: batch.map((w) => w.node ?? null),
       });
     }
   }
@@ -235,6 +308,8 @@ export class ExtractPool {
     return waiting;
   }
 }
+
+const NO_DIGESTS: HeldDigests = { digests: 0, bytes: 0 };
 
 function abortError(signal: AbortSignal): Error {
   return signal.reason instanceof Error ? signal.reason : new Error("aborted");
