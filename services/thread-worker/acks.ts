@@ -96,12 +96,13 @@ export class AckLedger {
     return this.#ctx.saveLingerMs * this.#ctx.deliveries.lingerShare;
   }
 
-  /** A save when the linger of the oldest unsaved event ends, else after saveDelayMs. */
-  scheduleSave(): void {
+  /**
+   * A save when the linger of the oldest unsaved event ends, else (summaries alone) after
+   * `idleMs` (saveDelayMs by default).
+   */
+  scheduleSave(idleMs: number = this.#ctx.saveDelayMs): void {
     const since = this.#unsavedSince;
-    this.#schedule(
-      since !== undefined ? since + this.lingerMs() - Date.now() : this.#ctx.saveDelayMs,
-    );
+    this.#schedule(since !== undefined ? since + this.lingerMs() - Date.now() : idleMs);
   }
 
   /** The save is due now (the worker caught up: no more events will share it). */

@@ -12,6 +12,12 @@ import type { ChatEntry, Item } from "./slot-queue.ts";
 import type { SlotTools } from "./slot-tools.ts";
 import type { SnapshotSchedule } from "./snapshot-schedule.ts";
 
+/**
+ * A state changed only by summaries, with more of the thread's summaries running, is saved
+ * within this many save delays (the burst that ends them asks within one).
+ */
+const SETTLING_SAVES = 5;
+
 /** The label of an applied message, made once rather than per message. */
 const MESSAGE_EVENT = { kind: "message" } as const;
 
@@ -84,19 +90,27 @@ export class BurstApplier {
     if (hosted.changed && !hosted.state().deleted) snapshots.wanted = true;
     hosted.changed = false;
     this.#countStats(statsBefore, hosted.state().stats);
+    // Summaries alone while more of the thread's are running: more such bursts are coming, so
+    // the state and the snapshot wait for them (each is the whole state, rewritten: with every
+    // message summarized they were most of the worker's bytes and CPU, bench e2e heavy). The
+    // burst that ends the thread's jobs asks for both at the usual delays, which replace these.
+    const settling = !chatSeen && hosted.jobsBusy() > 0;
+    const { saveDelayMs, saveLingerMs, snapshotDelayMs, deliveries } = tools.ctx;
     if (!hosted.dirty) acks.ackStored();
     else if (erased || hosted.state().deleted || acks.lingerOver()) await this.#p.save();
-    else acks.scheduleSave();
+    else acks.scheduleSave(settling ? saveDelayMs * SETTLING_SAVES : saveDelayMs);
     this.#p.checkAlive();
     // A snapshot never shows a chat event before the state that holds it is stored (a crash
     // cannot make the outline go back on the log); with nothing unsaved it may be written now.
-    // Summaries alone while a backlog is delivered wait a linger: the thread's next chat save
-    // writes the snapshot with them (off the event loop they come back between messages, and a
-    // write per such burst was 4.5× the writes per message). Caught up, they go out at once.
+    // Summaries alone while a backlog is delivered, or while more are coming, wait a linger: the
+    // thread's next chat save or last summaries write the snapshot with them (off the event loop
+    // they come back between messages, and a write per such burst was 4.5× the writes per
+    // message). Caught up and settled, they go out at once.
     if (snapshots.wanted && !acks.unsaved) {
-      const { saveLingerMs, snapshotDelayMs, deliveries } = tools.ctx;
       snapshots.request(
-        !chatSeen && deliveries.behind ? Math.max(saveLingerMs, snapshotDelayMs) : undefined,
+        !chatSeen && (deliveries.behind || settling)
+          ? Math.max(saveLingerMs, snapshotDelayMs)
+          : undefined,
       );
     }
   }

@@ -3,6 +3,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { InspectionEvent } from "xstate";
 import type { CoreSettings } from "../../shared/settings.ts";
 import type { InfraNames } from "../config/names.ts";
+import { coalesceWrites } from "../nats/coalesced-writes.ts";
 import { publishDeadLetter } from "../nats/dead-letter.ts";
 import { purgeBySubjectIsSafe } from "../nats/erase.ts";
 import { DirectReader } from "../nats/direct-reader.ts";
@@ -120,6 +121,8 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       `saveLingerMs ${saveLingerMs} is not between 0 and a tenth of the ack wait (${ackWaitMs} ms): events waiting for their save must be acknowledged long before the server redelivers them`,
     );
   }
+  // A few requests per event and per summary node: written to the socket once per turn.
+  coalesceWrites(nc);
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   const s = subjects(names);
