@@ -112,8 +112,9 @@ function shownTail(input: PromptInput): readonly Message[] {
 function overCap(
   tail: readonly Message[],
   cap: number | undefined,
+  cost: (message: Message) => number,
 ): { drop: number; tokens: number } {
-  const costs = tail.map(estimateMessageTokens);
+  const costs = tail.map((m) => cost(m));
   let tokens = 0;
   for (const c of costs) tokens += c;
   let drop = 0;
@@ -183,10 +184,16 @@ export interface PromptTail {
   pending: number;
 }
 
-/** The whole messages `input` shows: its window, then its hard cap, applied. */
-export function promptTail(input: PromptInput): PromptTail {
+/**
+ * The whole messages `input` shows: its window, then its hard cap, applied. `cost`: a message's
+ * estimated tokens (a caller serving many turns keeps them per message).
+ */
+export function promptTail(
+  input: PromptInput,
+  cost: (message: Message) => number = estimateMessageTokens,
+): PromptTail {
   const all = shownTail(input);
-  const { drop: pending, tokens } = overCap(all, input.tailCap);
+  const { drop: pending, tokens } = overCap(all, input.tailCap, cost);
   const whole = pending > 0 ? all.slice(pending) : all;
   let note: OpenAIMessage | undefined;
   if (pending > 0) {

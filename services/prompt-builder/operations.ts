@@ -14,7 +14,7 @@ import { pageText, resolveZoom, type Page, type ZoomScope } from "../../shared/z
 import { ApiError, notFound } from "./api-error.ts";
 import { PromptCache } from "./prompt-cache.ts";
 import { PromptTurns } from "./prompt-turns.ts";
-import type { StoredMessage, ThreadReader } from "./reader.ts";
+import type { ReadAhead, StoredMessage, ThreadReader } from "./reader.ts";
 import { promptArgs, threadArg, zoomArgs, type PromptArgs, type RawRequest } from "./requests.ts";
 import { toolsFor, type ToolDefinition } from "./tools.ts";
 
@@ -198,12 +198,13 @@ export function createOperations(
     args: PromptArgs,
     snapshot: OutlineSnapshot | undefined,
     lastSeq: number,
+    ahead: ReadAhead | undefined,
   ): Promise<Buffer> {
     const thread = args.thread;
     const [tail, read] = await Promise.all([
-      snapshot ? tailOf(thread, snapshot) : Promise.resolve([]),
+      snapshot ? kept.tail(snapshot, () => tailOf(thread, snapshot)) : Promise.resolve([]),
       kept.newer(thread, snapshot?.seq ?? 0, lastSeq, maxNewer, (after, until, max) =>
-        reader.messagesAfter(thread, after, until, max),
+        reader.messagesAfter(thread, after, until, max, ahead),
       ),
     ]);
     const newer = dedupe(snapshot?.tail ?? [], read);
@@ -274,6 +275,9 @@ export function createOperations(
     async promptBody(raw) {
       const args = promptArgs(raw);
       const thread = args.thread;
+      // A turn's read of the messages after those held goes out with the two reads below.
+      const upTo = turns?.heldUpTo(thread);
+      const ahead = upTo === undefined ? undefined : reader.readAhead?.(thread, upTo);
       // Both read afresh on every request: they decide whether a kept body is still the answer.
       const [stored, lastSeq] = await Promise.all([
         reader.storedSnapshot(thread),
@@ -285,7 +289,7 @@ export function createOperations(
       if (hit) return hit;
       const kept = stored && cache.snapshot(thread, stored);
       const body = turns
-        ? await turnBody(turns, args, kept?.snapshot, lastSeq)
+        ? await turnBody(turns, args, kept?.snapshot, lastSeq, ahead)
         : Buffer.from(
             JSON.stringify(promptOf(args, await wholeAfter(thread, kept?.snapshot, lastSeq))),
           );

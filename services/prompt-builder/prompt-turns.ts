@@ -1,4 +1,5 @@
 import type { Message } from "../../shared/events.ts";
+import { estimateMessageTokens } from "../../shared/tokens.ts";
 import {
   promptStats,
   promptTail,
@@ -44,6 +45,36 @@ export class PromptTurns {
   readonly #held = new ByteLru<string, Held>(HELD_THREADS);
   readonly #outlines = new WeakMap<OutlineSnapshot, Map<string, KeptOutline>>();
   readonly #pieces = new WeakMap<Message, Map<string, Buffer>>();
+  readonly #tails = new WeakMap<OutlineSnapshot, Promise<readonly StoredMessage[]>>();
+  readonly #costs = new WeakMap<Message, number>();
+  readonly #cost = (message: Message): number => {
+    let cost = this.#costs.get(message);
+    if (cost === undefined) this.#costs.set(message, (cost = estimateMessageTokens(message)));
+    return cost;
+  };
+
+  /** The newest sequence held for the thread: where the next turn's read of newer messages starts. */
+  heldUpTo(thread: string): number | undefined {
+    return this.#held.get(thread)?.upTo;
+  }
+
+  /**
+   * The snapshot's tail messages, read once per parsed snapshot (the same snapshot, the same
+   * messages: each is immutable at its sequence): a turn does no lookup per tail message.
+   */
+  tail(
+    snapshot: OutlineSnapshot,
+    read: () => Promise<readonly StoredMessage[]>,
+  ): Promise<readonly StoredMessage[]> {
+    let kept = this.#tails.get(snapshot);
+    if (!kept) {
+      kept = read();
+      this.#tails.set(snapshot, kept);
+      // A failed read is not kept: the next turn reads again.
+      kept.catch(() => this.#tails.delete(snapshot));
+    }
+    return kept;
+  }
 
   /**
    * The thread's messages stored after `from` (its snapshot's sequence) up to `lastSeq`: those
@@ -84,7 +115,7 @@ export class PromptTurns {
     extra: { newerThanSnapshot: number; snapshotSeq: number },
   ): Buffer {
     const outline = this.#outline(snapshot, input, format);
-    const tail = promptTail(input);
+    const tail = promptTail(input, this.#cost);
     const parts: Buffer[] = [OPEN];
     const push = (piece: Buffer) => {
       if (parts.length > 1) parts.push(COMMA);

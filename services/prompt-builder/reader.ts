@@ -5,7 +5,7 @@ import { messageCreatedSchema, type Message } from "../../shared/events.ts";
 import { summaryEventSchema, type SummaryEvent } from "../../shared/history.ts";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import type { InfraNames } from "../config/names.ts";
-import { DirectReader, type DirectQuery } from "../nats/direct-reader.ts";
+import { DirectReader, type DirectMessage, type DirectQuery } from "../nats/direct-reader.ts";
 import { InboxRequests } from "../nats/inbox-requests.ts";
 import { subjects, type Subjects } from "../nats/subjects.ts";
 import { ApiError } from "./api-error.ts";
@@ -54,9 +54,22 @@ export interface ThreadReader {
     afterSeq: number,
     untilSeq: number,
     max: number,
+    ahead?: ReadAhead,
   ): Promise<StoredMessage[]>;
+  /**
+   * The first read `messagesAfter(thread, afterSeq, …)` makes, sent now: a turn sends it beside
+   * the snapshot and newest-sequence reads instead of after them (one round trip, not two).
+   */
+  readAhead?(thread: string, afterSeq: number): ReadAhead;
   /** One summary node from HISTORY (last by subject), or undefined when it was not published. */
   node(thread: string, level: number, index: number): Promise<SummaryEvent | undefined>;
+}
+
+/** A read sent ahead (`readAhead`): used by the `messagesAfter` of the same thread and sequence. */
+export interface ReadAhead {
+  readonly thread: string;
+  readonly afterSeq: number;
+  readonly got: Promise<DirectMessage | undefined>;
 }
 
 /** How `messagesAfter` read: direct gets alone, or an ordered consumer past the bound. */
@@ -214,6 +227,18 @@ export function createReader(
     return parsed;
   }
 
+  /** The thread's first stored message.created at or after `from` (of any stored form). */
+  function nextOf(thread: string, from: number, what: string): Promise<DirectMessage | undefined> {
+    const forms = s.stored(thread, "message.created");
+    // Partitioned, a thread's messages may be stored under two forms: the first of both.
+    if (forms.length === 1) {
+      return direct(names.chatStream, { next_by_subj: forms[0] as string, seq: from }, what);
+    }
+    return Promise.all(
+      forms.map((subject) => direct(names.chatStream, { next_by_subj: subject, seq: from }, what)),
+    ).then((all) => all.reduce((a, b) => (!a || (b && b.seq < a.seq) ? b : a), undefined));
+  }
+
   /** The snapshot's bytes, or undefined when the key has none (never put, deleted, purged). */
   async function snapshotBytes(thread: string): Promise<Uint8Array | undefined> {
     const { kv, direct: allowsDirect } = await bucket();
@@ -291,7 +316,14 @@ export function createReader(
       return parseAndKeep(sm.subject, sm.seq, sm.data.length, () => jsonOf(sm.data), thread);
     },
 
-    async messagesAfter(thread, afterSeq, untilSeq, max) {
+    readAhead(thread, afterSeq) {
+      const got = nextOf(thread, afterSeq + 1, `the messages of '${thread}' after seq ${afterSeq}`);
+      // Awaited by the messagesAfter it is for, or never (nothing newer): not unhandled.
+      got.catch(() => undefined);
+      return { thread, afterSeq, got };
+    },
+
+    async messagesAfter(thread, afterSeq, untilSeq, max, ahead) {
       if (untilSeq <= afterSeq) return [];
       const forms = s.stored(thread, "message.created");
       const what = `the messages of '${thread}' after seq ${afterSeq}`;
@@ -316,23 +348,18 @@ export function createReader(
       // A few newer messages (the snapshot lags the newest by a few): one direct get each, for
       // "the thread's first message at or after `from`". Each get starts where the previous
       // answer ended; those the hints foresee are sent at once, before their turn.
-      const gets = new Map<number, ReturnType<typeof direct>>();
+      const gets = new Map<number, Promise<DirectMessage | undefined>>();
+      if (ahead?.thread === thread && ahead.afterSeq === afterSeq) {
+        // Sent before `untilSeq` was read: "none" then may only mean "none yet", so it is asked
+        // again; a message found is the first after `afterSeq` (later ones are stored after it).
+        gets.set(
+          next,
+          ahead.got.then((sm) => sm ?? nextOf(thread, next, what)),
+        );
+      }
       const getFrom = (from: number) => {
         let got = gets.get(from);
-        if (!got) {
-          // Partitioned, a thread's messages may be stored under two forms: the first of both.
-          got =
-            forms.length === 1
-              ? direct(names.chatStream, { next_by_subj: forms[0] as string, seq: from }, what)
-              : Promise.all(
-                  forms.map((subject) =>
-                    direct(names.chatStream, { next_by_subj: subject, seq: from }, what),
-                  ),
-                ).then((all) =>
-                  all.reduce((a, b) => (!a || (b && b.seq < a.seq) ? b : a), undefined),
-                );
-          gets.set(from, got);
-        }
+        if (!got) gets.set(from, (got = nextOf(thread, from, what)));
         return got;
       };
       const foreseen = (hints.get(thread) ?? []).filter((q) => q >= next && q < untilSeq);
