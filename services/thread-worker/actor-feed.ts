@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
-import type { ActorRefLike, InspectionEvent } from "xstate";
+import type { InspectionEvent } from "xstate";
 import type { InfraNames } from "../config/names.ts";
 import {
   actorFeedSubjects,
@@ -12,16 +12,28 @@ import {
   type WatchNotice,
 } from "../nats/actor-feed.ts";
 import type { Logger } from "./log.ts";
-import { stateName } from "../../machines/state-name.ts";
+import { isState, stateName } from "../../machines/state-name.ts";
 
 /** Transitions kept per live actor: enough to read what it did last, a few hundred bytes. */
 export const KEPT_TRANSITIONS = 12;
 /** Longest a watch notice holds, whatever it asks (the explorer repeats it every few seconds). */
 const MAX_WATCH_MS = 60_000;
 
+/** What the feed reads of an actor's snapshot. */
+export interface FedSnapshot {
+  value?: unknown;
+  status?: string;
+  context?: unknown;
+}
+
 export interface ActorFeed {
-  /** The actors' `inspect` option: passes every event on to `inner`, keeps state changes. */
+  /** An actor's `inspect` option: passes every event on to `inner`, keeps state changes. */
   inspect: (event: InspectionEvent) => void;
+  /**
+   * The same from the actor's host, after each event it sent (`event`: its type): no XState
+   * inspection event is made per action and microstep, which the worker's actors skip this way.
+   */
+  report: (actor: object, snapshot: FedSnapshot, event: string) => void;
   stop(): void;
 }
 
@@ -76,7 +88,7 @@ export function startActorFeed(
 ): ActorFeed {
   const subjects = actorFeedSubjects(names);
   const worker = `${hostname()}:${process.pid}`;
-  const byActor = new Map<ActorRefLike, Kept>();
+  const byActor = new Map<object, Kept>();
   const byThread = new Map<string, Kept>();
   const watched = new Map<string, number>();
   const inner = options.inner;
@@ -111,33 +123,32 @@ export function startActorFeed(
     }
   };
 
-  const observe = (event: InspectionEvent) => {
-    // Only the thread actor itself (a machine's invoked children have their own snapshots).
-    if (event.type !== "@xstate.snapshot" || event.actorRef.sessionId !== event.rootId) return;
-    const snapshot = event.snapshot as { value?: unknown; status?: string; context?: unknown };
-    let kept = byActor.get(event.actorRef);
-    const at = Date.now();
+  const observe = (actor: object, snapshot: FedSnapshot, eventType: string, fallback: string) => {
+    let kept = byActor.get(actor);
     if (snapshot.status !== "active") {
       if (!kept) return;
+      const at = Date.now();
       record(kept, {
         ...facts(snapshot.context),
         thread: kept.thread,
         at,
         from: kept.state,
-        event: event.event.type,
+        event: eventType,
         to: "(stopped)",
       });
-      byActor.delete(event.actorRef);
+      byActor.delete(actor);
       if (byThread.get(kept.thread) === kept) byThread.delete(kept.thread);
       return;
     }
+    // Most events leave the state as it was: compared without building its name.
+    if (kept && isState(snapshot.value, kept.state)) return;
     const to = stateName(snapshot.value);
-    if (kept?.state === to) return;
     const known = facts(snapshot.context);
+    const at = Date.now();
     if (!kept) {
-      const thread = known.thread ?? event.actorRef.sessionId;
+      const thread = known.thread ?? fallback;
       kept = { thread, state: "(new)", since: at, transitions: [] };
-      byActor.set(event.actorRef, kept);
+      byActor.set(actor, kept);
       byThread.set(thread, kept);
     }
     record(kept, {
@@ -145,7 +156,7 @@ export function startActorFeed(
       thread: kept.thread,
       at,
       from: kept.state,
-      event: event.event.type,
+      event: eventType,
       to,
     });
   };
@@ -211,8 +222,12 @@ export function startActorFeed(
   return {
     inspect: (event) => {
       inner?.(event);
-      observe(event);
+      // Only the thread actor itself (a machine's invoked children have their own snapshots).
+      if (event.type !== "@xstate.snapshot" || event.actorRef.sessionId !== event.rootId) return;
+      const ref = event.actorRef;
+      observe(ref, event.snapshot, event.event.type, ref.sessionId);
     },
+    report: (actor, snapshot, event) => observe(actor, snapshot, event, "?"),
     stop: () => {
       for (const sub of subs) sub.unsubscribe();
       subs.length = 0;

@@ -83,12 +83,16 @@ export class HostedActor {
       ...(this.#ctx.inspect ? { inspect: this.#ctx.inspect } : {}),
     });
     actor.on("*", this.#onEffect);
-    return actor.start();
+    actor.start();
+    this.#ctx.actorFeed.report(actor, actor.getSnapshot(), "xstate.init");
+    return actor;
   }
 
   /** Gives the actor its stored core (none for a new thread): it leaves `loading`. */
   load(core: ThreadState | undefined, erasing: boolean): void {
-    this.actor.send(core ? { type: "loaded", core, erasing } : { type: "loaded" });
+    const actor = this.actor;
+    actor.send(core ? { type: "loaded", core, erasing } : { type: "loaded" });
+    this.#ctx.actorFeed.report(actor, actor.getSnapshot(), "loaded");
     this.#loaded = true;
   }
 
@@ -106,7 +110,9 @@ export class HostedActor {
 
   /** Sends one event; starts the summaries it asked for. */
   send(event: ActorEvent): void {
-    (this.#actor as Actor<ThreadMachine>).send(event);
+    const actor = this.#actor as Actor<ThreadMachine>;
+    actor.send(event);
+    this.#ctx.actorFeed.report(actor, actor.getSnapshot(), event.type);
     this.dirty = true;
     const requested = this.#requested;
     this.#requested = [];
@@ -125,8 +131,15 @@ export class HostedActor {
 
   /** Shown in the chart, then stopped: the state is stored and the actor leaves memory. */
   stop(passivated: boolean): void {
-    if (passivated) this.#actor?.send({ type: "passivate" });
-    this.#actor?.stop();
+    const actor = this.#actor;
+    if (!actor) return;
+    if (passivated) actor.send({ type: "passivate" });
+    actor.stop();
+    this.#ctx.actorFeed.report(
+      actor,
+      actor.getSnapshot(),
+      passivated ? "passivate" : "xstate.stop",
+    );
   }
 
   #withUntil(core: ThreadState, job: SummaryJob): RequestedJob {

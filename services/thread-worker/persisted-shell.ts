@@ -1,5 +1,5 @@
 import type { Actor } from "xstate";
-import { stateName } from "../../machines/state-name.ts";
+import { isState, stateName } from "../../machines/state-name.ts";
 import type { ThreadMachine } from "../../machines/thread.ts";
 import type { PersistedActor } from "./actor-store.ts";
 
@@ -20,7 +20,7 @@ export function persistedSnapshotOf(
   if (
     !key ||
     key.status !== snapshot.status ||
-    key.value !== stateName(snapshot.value) ||
+    !isState(snapshot.value, key.value) ||
     key.historyValue !== snapshot.historyValue ||
     key.children !== snapshot.children ||
     key.output !== snapshot.output ||
@@ -43,7 +43,8 @@ const NO_CONTEXT = {};
 /** The snapshot fields XState's persisted form is made of, besides the context. */
 export interface ShellKey {
   status: unknown;
-  value: unknown;
+  /** The state's name (stateName). */
+  value: string;
   historyValue: unknown;
   children: unknown;
   output: unknown;

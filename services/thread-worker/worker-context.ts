@@ -10,6 +10,7 @@ import type { BusyIndex } from "./busy-index.ts";
 import type { DeliveryLedger } from "./delivery-ledger.ts";
 import type { HistoryNodes } from "./history-nodes.ts";
 import type { Refusals } from "./refusals.ts";
+import type { ActorFeed } from "./actor-feed.ts";
 import type { Limiter } from "./limiter.ts";
 import type { Logger } from "./log.ts";
 import type { MetricRegistry } from "./metrics.ts";
@@ -46,7 +47,10 @@ export interface WorkerContext {
   history: HistoryNodes;
   metrics: MetricRegistry;
   log: Logger;
+  /** XState inspection of every thread actor: only when asked for (`--inspect`). */
   inspect: ((event: InspectionEvent) => void) | undefined;
+  /** The explorer's actor feed, told each actor's state after each event (actor-feed.ts). */
+  actorFeed: Pick<ActorFeed, "report">;
   jobTiming: JobTiming;
   /** Nodes the summarizer refused, with their backoff: kept while their threads leave memory. */
   refusals: Refusals;

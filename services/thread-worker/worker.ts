@@ -133,7 +133,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   const writer = new KvWriter(inbox);
   const direct = new DirectReader(inbox);
   const jobTiming = { ...DEFAULT_JOB_TIMING, ...options.jobTiming };
-  const actorFeed = startActorFeed(nc, names, { inner: options.inspect, log });
+  const actorFeed = startActorFeed(nc, names, { log });
   const ctx: WorkerContext = {
     js,
     jsm,
@@ -156,8 +156,9 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     history: historyNodes(writer, direct, names, s),
     metrics,
     log,
-    // The explorer's actor states (/ui/) ride on XState's inspection, beside any --inspect.
-    inspect: actorFeed.inspect,
+    inspect: options.inspect,
+    // The explorer's actor states (/ui/), told by each actor's host.
+    actorFeed,
     jobTiming,
     refusals: new Refusals(jobTiming),
     snapshotDelayMs: options.snapshotDelayMs ?? 50,
