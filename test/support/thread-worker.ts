@@ -258,16 +258,32 @@ export async function waitFor(
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
 }
 
+/**
+ * Waits until every thread is settled. A read that fails (a server of a cluster killed, its
+ * streams electing leaders) counts as not settled yet; the last failure is in the timeout's error.
+ */
 export async function waitSettled(
   h: Harness,
   threads: string[],
   timeoutMs = 40_000,
 ): Promise<void> {
+  let failure: unknown;
   await waitFor(
     `threads ${threads.join(", ")} to settle`,
-    async () => (await Promise.all(threads.map((t) => isSettled(h, t)))).every(Boolean),
+    async () => {
+      try {
+        return (await Promise.all(threads.map((t) => isSettled(h, t)))).every(Boolean);
+      } catch (err) {
+        failure = err;
+        return false;
+      }
+    },
     timeoutMs,
-  );
+  ).catch((err: unknown) => {
+    throw failure === undefined
+      ? err
+      : new Error(`${(err as Error).message}; last read failed: ${(failure as Error).message}`);
+  });
 }
 
 /** Messages on a stream subject filter (0 when none). */
