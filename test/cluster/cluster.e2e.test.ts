@@ -294,8 +294,9 @@ describe("many instances on a 3-node cluster (SPEC §9)", () => {
         .filter((w) => orphans.has(w.thread) && w.seq >= (after.get(w.thread) ?? Infinity))
         .sort((x, y) => x.at - y.at)[0];
       expect(first, "a write of a thread the dead instance owned").toBeDefined();
+      const takenAfter = taken.map((m) => m.at - killedAt);
       console.log(
-        `(a) SIGKILL → its ${owned.length} partitions taken over after ${Math.max(...taken.map((m) => m.at)) - killedAt} ms; ` +
+        `(a) SIGKILL → its ${owned.length} partitions taken over after ${Math.min(...takenAfter)}-${Math.max(...takenAfter)} ms; ` +
           `→ first write of one of its ${orphans.size} threads after ${(first?.at ?? 0) - killedAt} ms ` +
           `(OUTLINE_FAILOVER_MS ${DEFAULT_FAILOVER_MS}, load average ${load()})`,
       );
