@@ -286,6 +286,33 @@ export async function waitSettled(
   });
 }
 
+/**
+ * Waits for threads to settle, failing only when no snapshot of theirs was written for
+ * `stallMs` (a hang) or after `capMs` in all: a slow, loaded machine is not a failure.
+ */
+export async function waitSettledProgressing(
+  h: Harness,
+  threads: string[],
+  stallMs = 90_000,
+  capMs = 1_500_000,
+): Promise<void> {
+  const started = Date.now();
+  let seen = "";
+  let movedAt = started;
+  for (;;) {
+    const entries = await Promise.all(threads.map((t) => h.snapshots.get(t)));
+    const revisions = entries.map((e) => e?.revision ?? 0).join(",");
+    if (revisions !== seen) [seen, movedAt] = [revisions, Date.now()];
+    if ((await Promise.all(threads.map((t) => isSettled(h, t)))).every(Boolean)) return;
+    const now = Date.now();
+    if (now - movedAt > stallMs || now - started > capMs) {
+      const why = now - movedAt > stallMs ? `no snapshot written for ${stallMs} ms` : `${capMs} ms`;
+      throw new Error(`threads ${threads.join(", ")} did not settle: ${why}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 /** Messages on a stream subject filter (0 when none). */
 export async function countOn(h: Harness, stream: string, filter: string): Promise<number> {
   const info = await h.jsm.streams.info(stream, { subjects_filter: filter });
