@@ -16,6 +16,8 @@ import { ensureWorkerBuckets, workerBucketNames } from "../../services/thread-wo
 import { expectMatchesCleanRun } from "../faults/support.ts";
 import {
   harness,
+  isSettled,
+  readSnapshot,
   SMALL,
   uniqueNames,
   waitFor,
@@ -204,6 +206,20 @@ async function watchAll(hh: Harness) {
   return { snapshots, actors, leases: leases.events };
 }
 
+/** The threads not settled: their snapshot against their log, and their partition. */
+async function unsettled(hh: Harness, threads: string[]): Promise<string> {
+  const lines: string[] = [];
+  for (const t of threads) {
+    if (await isSettled(hh, t).catch(() => false)) continue;
+    const s = await readSnapshot(hh, t).catch(() => null);
+    const log = hh.log.get(t) ?? [];
+    lines.push(
+      `${t} (partition ${hh.s.partitionOf(t)}): snapshot count ${s?.count} seq ${s?.seq} pending ${JSON.stringify(s?.pending)}; log ${log.length} up to seq ${log.at(-1)?.seq}`,
+    );
+  }
+  return `not settled:\n${lines.join("\n")}`;
+}
+
 /** The case's streams and CHAT's consumers as the cluster has them: why nothing moves. */
 async function streamStates(hh: Harness): Promise<string> {
   const { names: n } = hh;
@@ -245,7 +261,7 @@ async function expectClean(
     keep = true;
     for (const i of who) writeFileSync(join(dir, `instance-${i.port}.log`), i.output);
     throw new Error(
-      `${(err as Error).message}\n${await streamStates(hh)}\nlogs in ${dir}\n${who.map((i) => `--- instance ${i.port}:\n${i.output.slice(-2_500)}`).join("\n")}`,
+      `${(err as Error).message}\n${await unsettled(hh, threads)}\n${await streamStates(hh)}\nlogs in ${dir}\n${who.map((i) => `--- instance ${i.port}:\n${i.output.slice(-2_500)}`).join("\n")}`,
     );
   }
   clock.lap("settle");
