@@ -375,7 +375,7 @@ describe("many instances on a 3-node cluster (SPEC §9)", () => {
       const watched = await watchAll(hh);
       let next = 0;
       const step = 8;
-      const rounds: { member: string | undefined; drainMs: number }[] = [];
+      const rounds: { member: string | undefined; termAt: number; drainMs: number }[] = [];
       for (let round = 0; round < 3; round++) {
         await publishRange(hh, threads, next, next + step);
         next += step;
@@ -384,7 +384,7 @@ describe("many instances on a 3-node cluster (SPEC §9)", () => {
         old.kill("SIGTERM");
         const [exit] = await Promise.all([old.exited, publishRange(hh, threads, next, next + 4)]);
         next += 4;
-        rounds.push({ member: old.memberId(), drainMs: Date.now() - termAt });
+        rounds.push({ member: old.memberId(), termAt, drainMs: Date.now() - termAt });
         expect(exit.code, old.output.slice(-2_000)).toBe(0);
         expect(old.output).toContain("cluster: handed over partitions");
         const fresh = await start(names.d);
@@ -398,8 +398,9 @@ describe("many instances on a 3-node cluster (SPEC §9)", () => {
       // thread waited for a lease to time out.
       const moves = leaseMoves(watched.leases);
       expect(moves.filter((m) => m.takenOver)).toEqual([]);
-      for (const [r, { member, drainMs }] of rounds.entries()) {
-        const handed = moves.filter((m) => m.from === member);
+      for (const [r, { member, termAt, drainMs }] of rounds.entries()) {
+        // Its moves since the SIGTERM (not those it made earlier, as others joined).
+        const handed = moves.filter((m) => m.from === member && m.at >= termAt);
         expect(handed.length, `partitions ${member} handed over`).toBeGreaterThan(0);
         console.log(
           `(d) round ${r + 1}: SIGTERM → exit ${drainMs} ms; release → take ${moveTimes(handed)} (load ${load()})`,
