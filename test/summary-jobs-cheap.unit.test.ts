@@ -83,17 +83,20 @@ function jobsWith(cheap: boolean) {
   return { run, stored, reads, built, metrics, calls: () => calls };
 }
 
+/** Node 0:0 as HISTORY holds it from an earlier build. */
+const STORED_BEFORE = {
+  thread: "t",
+  level: 0,
+  index: 0,
+  text: "stored before",
+  until: "",
+  by: "x",
+};
+
 describe("summary jobs with a cheap summarizer", () => {
   it("build without reading HISTORY first; a node stored before keeps its text", async () => {
     const cheap = jobsWith(true);
-    cheap.stored.set("0:0", {
-      thread: "t",
-      level: 0,
-      index: 0,
-      text: "stored before",
-      until: "",
-      by: "x",
-    });
+    cheap.stored.set("0:0", STORED_BEFORE);
     await cheap.run(leaf(0));
     await cheap.run(leaf(1));
     expect(cheap.reads()).toBe(0);
@@ -107,14 +110,7 @@ describe("summary jobs with a cheap summarizer", () => {
 
   it("a model's job reads HISTORY first and makes no call for a node stored there", async () => {
     const model = jobsWith(false);
-    model.stored.set("0:0", {
-      thread: "t",
-      level: 0,
-      index: 0,
-      text: "stored before",
-      until: "",
-      by: "x",
-    });
+    model.stored.set("0:0", STORED_BEFORE);
     await model.run(leaf(0));
     expect(model.reads()).toBe(1);
     expect(model.calls()).toBe(0);

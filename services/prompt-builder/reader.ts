@@ -99,7 +99,7 @@ export const DEFAULT_CACHE_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_DIRECT_READS = 32;
 
 /** The header a KV delete or purge leaves on the key's last message (a put has none). */
-const KV_OPERATION = "KV-Operation";
+export const KV_OPERATION = "KV-Operation";
 
 /** How long a read waits for its answer (nats.js's default for a JetStream request). */
 const READ_TIMEOUT_MS = 5_000;

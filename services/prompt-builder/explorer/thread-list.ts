@@ -7,7 +7,7 @@ import {
 import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import type { InfraNames } from "../../config/names.ts";
 import { ApiError } from "../api-error.ts";
-import type { ThreadReader } from "../reader.ts";
+import { KV_OPERATION, type ThreadReader } from "../reader.ts";
 import { pull } from "./pull.ts";
 import type { ThreadPage, ThreadRow } from "./types.ts";
 
@@ -35,7 +35,6 @@ interface Seen {
   at: number;
 }
 
-const KV_OPERATION = "KV-Operation";
 const DEFAULT_MAX_SCAN = 100_000;
 
 /**
