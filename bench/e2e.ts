@@ -59,6 +59,8 @@ const VARIANTS: Variant[] = [
 ];
 /** BENCH_E2E_VARIANTS=heavy,long: only those. */
 const CHOSEN = process.env.BENCH_E2E_VARIANTS?.split(",").map((v) => v.trim());
+/** How long a run may go without a snapshot write before it fails as stuck. */
+const STALL_MS = 60_000;
 /** How long the worker may take to answer for its metrics (busy with a heavy backlog). */
 const METRICS_TIMEOUT_MS = 60_000;
 /** Rounds per side: raw then ours on each of this many fresh servers. */
@@ -196,6 +198,9 @@ async function ours(
     const counted = new Set<string>();
     let resolveDone: () => void = () => {};
     const done = new Promise<void>((r) => (resolveDone = r));
+    // A run that stops writing before every thread is done fails, naming what it waits for.
+    let lastPut = performance.now();
+    const lastSeen = new Map<string, string>();
     const reached = (thread: string) => {
       const want = target.get(thread);
       return want !== undefined && (shown.get(thread) ?? 0) >= want;
@@ -204,8 +209,12 @@ async function ours(
       for await (const e of watch) {
         if (e.operation !== "PUT") continue;
         const snapshot = e.json<{ seq: number; pending: OutlineSnapshot["pending"] }>();
-        const { jobs, cuts, merging, held } = snapshot.pending;
-        const settled = jobs === 0 && cuts === 0 && !merging && (held ?? 0) === 0;
+        // At rest: nothing asked or waiting. Nodes held for their summarizer group (`held`)
+        // wait by design for the group to fill or a cut to need them, so they do not count.
+        const { jobs, cuts, merging } = snapshot.pending;
+        const settled = jobs === 0 && cuts === 0 && !merging;
+        lastPut = performance.now();
+        lastSeen.set(e.key, `seq ${snapshot.seq}, pending ${JSON.stringify(snapshot.pending)}`);
         shown.set(e.key, settled ? Math.max(shown.get(e.key) ?? 0, snapshot.seq) : 0);
         if (!counted.has(e.key) && reached(e.key)) {
           counted.add(e.key);
@@ -219,6 +228,26 @@ async function ours(
     });
     died.catch(() => {});
 
+    let stallTimer: NodeJS.Timeout | undefined;
+    const stalled = () =>
+      new Promise<never>((_, reject) => {
+        const check = () => {
+          if (performance.now() - lastPut < STALL_MS) {
+            stallTimer = setTimeout(check, 1_000);
+            return;
+          }
+          const waiting = [...target.keys()].filter((t) => !counted.has(t));
+          const named = waiting
+            .slice(0, 5)
+            .map((t) => `${t} (want seq ${target.get(t)}; last ${lastSeen.get(t) ?? "none"})`);
+          reject(
+            new Error(
+              `no snapshot written for ${STALL_MS / 1000} s with ${waiting.length} of ${THREADS} threads not done: ${named.join("; ")}`,
+            ),
+          );
+        };
+        check();
+      });
     const serverCpuBefore = cpuSecondsOf(server.pid);
     const workerCpuBefore = worker.cpuSeconds();
     const cpuBefore = process.cpuUsage();
@@ -227,8 +256,9 @@ async function ours(
       const seqs = await publishAll(js, load);
       for (const [i, m] of load.entries()) target.set(m.thread, seqs[i] as number);
       for (const t of target.keys()) if (reached(t)) counted.add(t);
-      if (counted.size < THREADS) await Promise.race([done, died]);
+      if (counted.size < THREADS) await Promise.race([done, died, stalled()]);
     });
+    clearTimeout(stallTimer);
     const ms = performance.now() - started;
     const cpu = process.cpuUsage(cpuBefore);
     const serverCpuMs = cpuMsSince(server.pid, serverCpuBefore);
