@@ -6,12 +6,13 @@
 // while each thread's snapshot (written by the coalescing worker) lags 1 to TURN_SNAPSHOT_EVERY
 // messages behind and is then written anew (through the pure core, as the worker would). Each
 // turn is followed by a raw KV get of the same thread's snapshot on the same connection, the
-// baseline in the same run. ROUNDS rounds; each figure is the median of its rounds' quantiles.
+// baseline in the same run, then by a GET of a fixed body of the prompt's size (the HTTP
+// transfer floor of this host and harness). ROUNDS rounds; each figure is the median of its rounds' quantiles.
 // Every CHECK_EVERY-th turn the body served is compared with one built from scratch by a second
 // server that keeps nothing (untimed): a fast turn must answer the same bytes.
 // Beside it: the same request repeated with nothing changed (served from the body kept), and
 // requests to the server that keeps nothing (every request reads and builds the whole prompt).
-import { Agent } from "node:http";
+import { Agent, createServer } from "node:http";
 import { performance } from "node:perf_hooks";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
@@ -148,14 +149,23 @@ export async function run(): Promise<Record<string, number>> {
     const uncachedServer = serve(0);
     const uncachedPort = (await listen(uncachedServer, "127.0.0.1", 0)).port;
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const pathOf = (thread: string, who: string) => `/threads/${thread}/prompt?agent=${who}`;
+    const repeated = pathOf(first.name, "north");
+    const bytes = (await getText(agent, port, repeated)).length;
+    // The transfer floor: a body of the prompt's size, built once, over the same kind of socket
+    // in this process. What a turn costs beyond it is the reads and the build.
+    const fixed = Buffer.alloc(bytes, "x");
+    const floorServer = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json", "content-length": fixed.length });
+      res.end(fixed);
+    });
+    const floorPort = (await listen(floorServer, "127.0.0.1", 0)).port;
     http.close = () => {
       agent.destroy();
       httpServer.close();
       uncachedServer.close();
+      floorServer.close();
     };
-    const pathOf = (thread: string, who: string) => `/threads/${thread}/prompt?agent=${who}`;
-    const repeated = pathOf(first.name, "north");
-    const bytes = (await getText(agent, port, repeated)).length;
     // Warm-up of both servers (the JIT, the connection, the message caches).
     for (const t of threads) {
       for (const who of AGENTS) {
@@ -171,6 +181,7 @@ export async function run(): Promise<Record<string, number>> {
     for (let round = 0; round < ROUNDS; round++) {
       const turns: number[] = [];
       const gets: number[] = [];
+      const floors: number[] = [];
       // CPU of this process (the prompt-builder and its HTTP client) over the timed GETs: on a
       // loaded host the steadier figure, since waiting for a core adds wall time, not CPU.
       let turnCpuUs = 0;
@@ -203,6 +214,9 @@ export async function run(): Promise<Record<string, number>> {
           gets.push(performance.now() - got);
           const used = process.cpuUsage(getCpu);
           getCpuUs += used.user + used.system;
+          const floorAt = performance.now();
+          await getText(agent, floorPort, "/");
+          floors.push(performance.now() - floorAt);
           if (turnNo % CHECK_EVERY === 0) {
             const built = await getText(agent, uncachedPort, path);
             if (built !== body) {
@@ -218,6 +232,7 @@ export async function run(): Promise<Record<string, number>> {
       else await realTurns();
       turns.sort((a, b) => a - b);
       gets.sort((a, b) => a - b);
+      floors.sort((a, b) => a - b);
       const cached = await timed(REQUESTS, () => getText(agent, port, repeated));
       const uncached = await timed(REQUESTS, () => getText(agent, uncachedPort, repeated));
       rounds.push({
@@ -227,6 +242,8 @@ export async function run(): Promise<Record<string, number>> {
         kv_get_cpu: getCpuUs / 1_000 / TURNS,
         kv_get_p50: quantile(gets, 0.5),
         kv_get_p99: quantile(gets, 0.99),
+        floor_p50: quantile(floors, 0.5),
+        floor_p99: quantile(floors, 0.99),
         cached_p50: quantile(cached, 0.5),
         cached_p99: quantile(cached, 0.99),
         uncached_p50: quantile(uncached, 0.5),
@@ -248,6 +265,8 @@ export async function run(): Promise<Record<string, number>> {
       "prompt.turn_p99_over_kv_get_p99": Number(
         median(rounds.map((r) => (r.turn_p99 as number) / (r.kv_get_p99 as number))).toFixed(2),
       ),
+      "prompt.http_floor_p50_ms": med("floor_p50"),
+      "prompt.http_floor_p99_ms": med("floor_p99"),
       "prompt.turn_cpu_ms": med("turn_cpu"),
       "prompt.kv_get_cpu_ms": med("kv_get_cpu"),
       "prompt.cached_p50_ms": med("cached_p50"),
@@ -261,6 +280,9 @@ export async function run(): Promise<Record<string, number>> {
     );
     console.log(
       `  real turns (${ROUNDS} rounds of ${TURNS}: publish a message, then GET prompt for one of ${AGENTS.length} agents; 1–${TURN_SNAPSHOT_EVERY} messages newer than the snapshot): p50 ${figures["prompt.turn_p50_ms"]} ms, p99 ${figures["prompt.turn_p99_ms"]} ms (rounds ${perRound("turn_p99")}; target ≤ 10 ms and ≤ 2× the KV get); raw KV get after each: p50 ${figures["prompt.kv_get_p50_ms"]} ms, p99 ${figures["prompt.kv_get_p99_ms"]} ms (rounds ${perRound("kv_get_p99")}); CPU per turn ${figures["prompt.turn_cpu_ms"]} ms, per KV get ${figures["prompt.kv_get_cpu_ms"]} ms; ${checked} turns checked against a prompt built from scratch`,
+    );
+    console.log(
+      `  transfer floor (a fixed body of ${figures["prompt.response_kb"]} KB after each turn, same process, same kind of socket): p50 ${figures["prompt.http_floor_p50_ms"]} ms, p99 ${figures["prompt.http_floor_p99_ms"]} ms (rounds ${perRound("floor_p99")})`,
     );
     console.log(
       `  the same request repeated (${REQUESTS} a round, the body kept): p50 ${figures["prompt.cached_p50_ms"]} ms, p99 ${figures["prompt.cached_p99_ms"]} ms; a server keeping nothing: p50 ${figures["prompt.uncached_p50_ms"]} ms, p99 ${figures["prompt.uncached_p99_ms"]} ms`,
