@@ -76,12 +76,16 @@ export async function openClusterBucket(
   names: InfraNames,
   replicas: number,
 ): Promise<KV> {
-  return new Kvm(js).create(clusterBucket(names), {
+  const kvm = new Kvm(js);
+  await kvm.create(clusterBucket(names), {
     history: 1,
     storage: StorageType.File,
     replicas,
     description: "outline instances: layout, member.<id> heartbeats, lease.<partition>",
   });
+  // Read through the leader (no direct gets): a lagging replica's answer could make a member
+  // that just beat look silent (thread-worker/buckets.ts says more).
+  return kvm.open(clusterBucket(names));
 }
 
 /** Reads the bucket once: what `GET /cluster` and `outline cluster` show. */

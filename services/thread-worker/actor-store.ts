@@ -1,9 +1,12 @@
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
 import type { Message } from "../../shared/events.ts";
+import type { SummaryEvent } from "../../shared/history.ts";
 import type { BuiltNode, NodeStore } from "../../shared/nodes.ts";
 import type { TailEntry, ThreadState } from "../../shared/thread.ts";
+import { parseSummary } from "../../shared/validate.ts";
 import type { InfraNames } from "../config/names.ts";
 import type { KvWrites } from "../nats/kv-writer.ts";
+import { subjects } from "../nats/subjects.ts";
 import { readTailMessages } from "./chat-reader.ts";
 import type { HistoryNodes } from "./history-nodes.ts";
 
@@ -153,7 +156,9 @@ export async function restoreRecord(
     ),
     Promise.all(
       stripped.map(async (node) => {
-        const stored = await history.read(record.thread, node.level, node.index);
+        const stored =
+          (await history.read(record.thread, node.level, node.index)) ??
+          (await nodeFromLeader(jsm, names, record.thread, node.level, node.index));
         if (!stored) {
           throw new ActorStateError(
             "STATE_UNREADABLE",
@@ -180,6 +185,28 @@ export async function restoreRecord(
     ...record.snapshot,
     context: { ...record.snapshot.context, core: { ...core, tail, nodes } },
   };
+}
+
+/**
+ * A node read through HISTORY's leader: the direct get that found nothing may have been answered
+ * by a replica behind it (a node the thread's last owner built just before it let the thread go).
+ */
+async function nodeFromLeader(
+  jsm: JetStreamManager,
+  names: InfraNames,
+  thread: string,
+  level: number,
+  index: number,
+): Promise<SummaryEvent | undefined> {
+  const stored = await jsm.streams.getMessage(names.historyStream, {
+    last_by_subj: subjects(names).historyNode(thread, level, index),
+  });
+  if (!stored) return undefined;
+  try {
+    return parseSummary(stored.json());
+  } catch {
+    return undefined;
+  }
 }
 
 const encoder = new TextEncoder();

@@ -50,27 +50,35 @@ export async function ensureWorkerBuckets(
 ): Promise<WorkerBuckets> {
   const kvm = new Kvm(js);
   const bucketNames = workerBucketNames(names);
-  const actors = await kvm.create(bucketNames.actors, {
+  await kvm.create(bucketNames.actors, {
     history: 1,
     storage: StorageType.File,
     replicas,
     description:
       "Thread actor state per thread (tail texts stripped: they are read back from CHAT by sequence)",
   });
-  const ids = await kvm.create(bucketNames.ids, {
+  await kvm.create(bucketNames.ids, {
     history: 1,
     storage: StorageType.File,
     replicas,
     description:
       "Message ids applied per thread: <thread>.<hash(id)> = first CHAT sequence, so an id re-published after the duplicate window is applied once",
   });
-  const busy = await kvm.create(bucketNames.busy, {
+  await kvm.create(bucketNames.busy, {
     history: 1,
     storage: StorageType.File,
     replicas,
     description:
       "Threads with summaries or cuts outstanding: a worker starting wakes them, since no new event may come",
   });
-  const snapshots = await kvm.open(names.kvBucket);
-  return { names: bucketNames, actors, ids, busy, snapshots };
+  // Read through the stream's leader: `Kvm.open` binds without direct gets, which any replica
+  // answers, one that has not applied the last write yet included (nats-server < 2.12). A
+  // thread's new owner must read its old owner's last save, and a fenced write's revision.
+  return {
+    names: bucketNames,
+    actors: await kvm.open(bucketNames.actors),
+    ids: await kvm.open(bucketNames.ids),
+    busy: await kvm.open(bucketNames.busy),
+    snapshots: await kvm.open(names.kvBucket),
+  };
 }

@@ -31,8 +31,12 @@ export async function readChatEvent(
   jsm: JetStreamManager,
   names: InfraNames,
   seq: number,
+  /** Through the stream's leader: slower, but never behind the last write (a direct get may be). */
+  fromLeader = false,
 ): Promise<StoredChatEvent | undefined> {
-  const stored = await jsm.direct.getMessage(names.chatStream, { seq });
+  const stored = fromLeader
+    ? await jsm.streams.getMessage(names.chatStream, { seq })
+    : await jsm.direct.getMessage(names.chatStream, { seq });
   return stored ? toEvent(names, stored) : undefined;
 }
 
@@ -81,7 +85,12 @@ export async function readTailMessages(
           `message '${id}' has no CHAT sequence (${seq}); only messages read from stream ${names.chatStream} can be read back`,
         );
       }
-      const found = await readChatEvent(jsm, names, seq);
+      const isIt = (e: StoredChatEvent | undefined) =>
+        e?.event.kind === "message" && e.event.message.id === id;
+      let found = await readChatEvent(jsm, names, seq);
+      // A direct get may be answered by a replica that has not stored it yet (a message applied
+      // by the thread's last owner just before it handed the thread over): the leader says.
+      if (!isIt(found)) found = await readChatEvent(jsm, names, seq, true);
       if (found?.event.kind !== "message" || found.event.message.id !== id) {
         throw new ChatReadError(
           `message '${id}' is not at sequence ${seq} of stream ${names.chatStream} (${found ? `found ${found.subject}` : "nothing there"}): ` +

@@ -58,6 +58,13 @@ export async function holdPartitions(parts: {
     const set = new Set(ks);
     return (thread: string) => set.has(s.partitionOf(thread) ?? -2);
   };
+  // A slot that gives up a thread of a partition still held loads it again: soon after a lost
+  // fence (the winner's write is stored), after the ack wait after a failure (as its events would).
+  registry.reloadOwned(
+    (thread) => consumers.holds(s.partitionOf(thread) ?? -2),
+    1_000,
+    parts.ackWaitMs,
+  );
   let lastLag = 0;
   const membership = await joinCluster({
     js: jetstream(nc, { timeout: 20_000 }),

@@ -116,6 +116,11 @@ export class PartitionConsumers {
     this.#options = options;
   }
 
+  /** Whether partition `k` is read here now. */
+  holds(k: number): boolean {
+    return this.#reading.has(k);
+  }
+
   held(): number[] {
     return [...this.#reading.keys()].filter((k) => k !== UNPARTITIONED).sort((a, b) => a - b);
   }

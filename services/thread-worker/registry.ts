@@ -15,6 +15,8 @@ export class ThreadRegistry {
   readonly #slots = new Map<string, ThreadSlot>();
   /** Passivated threads with a refused node waiting: woken when it may be tried again. */
   readonly #retries = new Map<string, NodeJS.Timeout>();
+  /** Partitioned: whether this worker holds the thread's partition, and when to load it again. */
+  #reload: { owns: (thread: string) => boolean; lostMs: number; failedMs: number } | undefined;
 
   constructor(ctx: WorkerContext) {
     this.#ctx = ctx;
@@ -59,6 +61,17 @@ export class ThreadRegistry {
     return slot;
   }
 
+  /**
+   * Partitioned mode: a thread of a partition held here whose slot ended without storing its
+   * state at rest (another writer won the fence, or a read failed) is loaded again after
+   * `lostMs` or `failedMs`. Nothing else would: its events may all be acknowledged, and a thread
+   * woken for its summaries gets none. A late write of its last owner, or a replica behind, is
+   * how an owner loses a thread it still holds.
+   */
+  reloadOwned(owns: (thread: string) => boolean, lostMs: number, failedMs: number): void {
+    this.#reload = { owns, lostMs, failedMs };
+  }
+
   // A slot leaves the map the moment it ends, so the next event for its thread creates a fresh
   // slot that rehydrates from what the old one stored.
   // A slot that ends any other way than at rest drops events it was given: from then on no slot
@@ -70,18 +83,23 @@ export class ThreadRegistry {
     const retryAt = slot.retryAt;
     if (retryAt !== undefined && !this.#slots.has(slot.thread))
       this.#retryLater(slot.thread, retryAt);
+    const reload = this.#reload;
+    if ((end === "lost" || end === "failed") && reload?.owns(slot.thread)) {
+      const ms = end === "lost" ? reload.lostMs : reload.failedMs;
+      this.#retryLater(slot.thread, Date.now() + ms, () => reload.owns(slot.thread));
+    }
   }
 
   /**
    * Wakes a passivated thread when its refused node may be tried again: no event may come to
    * bring it back, and the node would otherwise wait for the next one (or a restart).
    */
-  #retryLater(thread: string, at: number): void {
+  #retryLater(thread: string, at: number, still: () => boolean = () => true): void {
     clearTimeout(this.#retries.get(thread));
     const timer = setTimeout(
       () => {
         this.#retries.delete(thread);
-        this.wake(thread);
+        if (still()) this.wake(thread);
       },
       Math.max(0, at - Date.now()),
     );
