@@ -32,6 +32,12 @@ export interface ThreadContext {
   backlogLimit: number;
   /** `hosted` in the input. */
   hosted: boolean;
+  /**
+   * The effects of the last event applied, as the step returned them: the host reads them after
+   * `send` and runs them. Never persisted (`toPersisted` leaves them out; `migrateSnapshot`
+   * empties them): they belong to the step that made them.
+   */
+  effects: readonly Effect[];
 }
 
 /** What the host tells the machine about its lifecycle, besides the thread's own events. */
@@ -63,6 +69,8 @@ export function waitingFor(core: ThreadState): string | null {
   return null;
 }
 
+const NO_EFFECTS: readonly Effect[] = Object.freeze([]);
+
 // Not Infinity: the context is persisted as JSON.
 const DEFAULT_BACKLOG_LIMIT = Number.MAX_SAFE_INTEGER;
 
@@ -71,7 +79,6 @@ const machineSetup = setup({
     context: {} as ThreadContext,
     input: {} as ThreadInput,
     events: {} as ThreadEvent | HostEvent,
-    emitted: {} as Effect,
   },
   guards: {
     is: ({ context }, activity: Activity) => activityOf(context.core) === activity,
@@ -83,16 +90,17 @@ const machineSetup = setup({
 });
 
 /**
- * Applies the event through the pure step: the core after it, the node it waits for, and each
- * effect emitted to the host (`actor.on`), in order.
+ * Applies the event through the pure step: the core after it, the node it waits for, and its
+ * effects, in order, which the host reads from the context after `send` (effects as data: one
+ * assign, where an emit per effect cost more than the step of a plain message).
  */
-const apply = machineSetup.enqueueActions(({ context, event, enqueue }) => {
+const apply = machineSetup.assign(({ context, event }) => {
   const { core, effects } = step(context.core, event as ThreadEvent);
-  if (core !== context.core) {
-    const waiting = waitingFor(core);
-    enqueue.assign(waiting === context.waitingFor ? { core } : { core, waitingFor: waiting });
-  }
-  for (const effect of effects) enqueue.emit(effect);
+  if (core === context.core) return { effects };
+  const waiting = waitingFor(core);
+  return waiting === context.waitingFor
+    ? { core, effects }
+    : { core, effects, waitingFor: waiting };
 });
 
 const load = machineSetup.assign(({ event }) => {
@@ -119,9 +127,9 @@ const threadEvents = {
 
 /**
  * The thread actor: the chart an operator debugs, over the pure step (shared/step.ts). It runs
- * no I/O: effects (`requestSummary`, `snapshotChanged`, `skipped`, `erased`) are emitted to the
- * host, and summaries come back as events keyed by (level, index), so a persisted snapshot holds
- * no promise and no timer.
+ * no I/O: each event's effects (`requestSummary`, `snapshotChanged`, `skipped`, `erased`) are
+ * left in the context for the host, and summaries come back as events keyed by (level, index),
+ * so a persisted snapshot holds no promise and no timer.
  */
 export const threadMachine = machineSetup.createMachine({
   id: "thread",
@@ -131,6 +139,7 @@ export const threadMachine = machineSetup.createMachine({
     waitingFor: null,
     backlogLimit: input.backlogLimit ?? DEFAULT_BACKLOG_LIMIT,
     hosted: input.hosted === true,
+    effects: NO_EFFECTS,
   }),
   initial: "loading",
   states: {
@@ -189,16 +198,21 @@ export interface PersistedThreadSnapshot {
 }
 
 /**
- * A persisted snapshot as this machine restores it. Version 1 (no `version`, before issue 14)
- * had flat states (`idle`, `summarizing`, `cutting`, `merging`, `deleted`, the transient
- * `route`) and only the core in its context.
+ * A persisted snapshot as this machine restores it, without effects (those of the step before
+ * the save ran then). Version 1 (no `version`, before issue 14) had flat states (`idle`,
+ * `summarizing`, `cutting`, `merging`, `deleted`, the transient `route`) and only the core in its
+ * context.
  */
 export function migrateSnapshot(
   persisted: PersistedThreadSnapshot,
   backlogLimit = DEFAULT_BACKLOG_LIMIT,
 ): PersistedThreadSnapshot {
   const context = persisted.context;
-  if (context.version === SNAPSHOT_VERSION) return persisted;
+  if (context.version === SNAPSHOT_VERSION) {
+    return context.effects?.length === 0
+      ? persisted
+      : { ...persisted, context: { ...context, effects: NO_EFFECTS } };
+  }
   const core = context.core;
   const value = core.deleted ? "deleted" : { active: activityOf(core) };
   const migrated: ThreadContext = {
@@ -207,6 +221,7 @@ export function migrateSnapshot(
     waitingFor: waitingFor(core),
     backlogLimit,
     hosted: false,
+    effects: NO_EFFECTS,
   };
   return { ...persisted, value, context: migrated };
 }

@@ -6,6 +6,7 @@ import type { CoreSettings } from "../shared/settings.ts";
 import { stateName } from "../machines/state-name.ts";
 import { threadMachine, type ThreadEvent } from "../machines/thread.ts";
 import { fakeSummary, makeMessage } from "./support/conversation.ts";
+import { onEffects } from "./support/effects.ts";
 
 const settings: CoreSettings = {
   line: 128,
@@ -21,8 +22,10 @@ function recordingActor(snapshot?: SnapshotFrom<typeof threadMachine>) {
   const jobs: SummaryJob[] = [];
   const changes: number[] = [];
   const actor = createActor(threadMachine, snapshot ? { snapshot, input } : { input });
-  actor.on("requestSummary", ({ job }) => void jobs.push(job));
-  actor.on("snapshotChanged", (change) => void changes.push(change.count));
+  onEffects(actor, {
+    requestSummary: ({ job }) => void jobs.push(job),
+    snapshotChanged: (change) => void changes.push(change.count),
+  });
   actor.start();
   return { actor, jobs, changes };
 }
@@ -128,7 +131,7 @@ describe("thread machine", () => {
   it("a redelivered message (same sequence) and a repeated id are applied once and reported", () => {
     const skipped: string[] = [];
     const actor = createActor(threadMachine, { input });
-    actor.on("skipped", ({ outcome }) => void skipped.push(outcome.type));
+    onEffects(actor, { skipped: ({ outcome }) => void skipped.push(outcome.type) });
     actor.start();
     const m = makeMessage("m1", 0, "hello");
     actor.send({ type: "message.created", message: m, seq: 1 });
@@ -142,8 +145,10 @@ describe("thread machine", () => {
     const erased: string[] = [];
     const skipped: string[] = [];
     const actor = createActor(threadMachine, { input });
-    actor.on("erased", ({ thread }) => void erased.push(thread));
-    actor.on("skipped", ({ outcome }) => void skipped.push(outcome.type));
+    onEffects(actor, {
+      erased: ({ thread }) => void erased.push(thread),
+      skipped: ({ outcome }) => void skipped.push(outcome.type),
+    });
     actor.start();
     for (let i = 0; i < 10; i++)
       actor.send({ type: "message.created", message: makeMessage("m1", i, text(i)), seq: i + 1 });
@@ -161,12 +166,14 @@ describe("thread machine", () => {
     const seen: string[] = [];
     const jobs: SummaryJob[] = [];
     const actor = createActor(threadMachine, { input });
-    actor.on("requestSummary", ({ job }) => {
-      jobs.push(job);
-      seen.push(`job ${job.name}`);
+    onEffects(actor, {
+      requestSummary: ({ job }) => {
+        jobs.push(job);
+        seen.push(`job ${job.name}`);
+      },
+      snapshotChanged: (c) => void seen.push(`changed ${c.seq} ${c.count} ${c.boundary}`),
+      skipped: ({ outcome }) => void seen.push(`skipped ${outcome.type}`),
     });
-    actor.on("snapshotChanged", (c) => void seen.push(`changed ${c.seq} ${c.count} ${c.boundary}`));
-    actor.on("skipped", ({ outcome }) => void seen.push(`skipped ${outcome.type}`));
     actor.start();
     let plain = 0;
     for (let i = 0; i < 60; i++) {

@@ -1,11 +1,16 @@
 import { createActor } from "xstate";
 import { stateName } from "../machines/state-name.ts";
 import { describe, expect, it } from "vitest";
-import { threadMachine } from "../machines/thread.ts";
+import {
+  migrateSnapshot,
+  threadMachine,
+  type PersistedThreadSnapshot,
+} from "../machines/thread.ts";
 import { persistedSnapshotOf, type ShellKey } from "../services/thread-worker/persisted-shell.ts";
-import type { PersistedActor } from "../services/thread-worker/actor-store.ts";
+import { toPersisted, type PersistedActor } from "../services/thread-worker/actor-store.ts";
 import { fakeSummary, makeMessage } from "./support/conversation.ts";
 import type { SummaryJob } from "../shared/jobs.ts";
+import { onEffects } from "./support/effects.ts";
 
 const settings = {
   line: 128,
@@ -18,7 +23,7 @@ describe("persistedSnapshotOf", () => {
   it("is the actor's getPersistedSnapshot() after every event, XState's part reused while unchanged", () => {
     const jobs: SummaryJob[] = [];
     const actor = createActor(threadMachine, { input: { thread: "p1", settings } });
-    actor.on("requestSummary", ({ job }) => void jobs.push(job));
+    onEffects(actor, { requestSummary: ({ job }) => void jobs.push(job) });
     actor.start();
     const cache: { key?: ShellKey; shell?: PersistedActor } = {};
     const values = new Set<string>();
@@ -79,5 +84,25 @@ describe("a new thread's actor", () => {
     expect(withoutHost(loaded.getPersistedSnapshot())).toBe(
       withoutHost(plain.getPersistedSnapshot()),
     );
+  });
+});
+
+describe("a step's effects", () => {
+  it("are in the context after the event that made them, and never in a stored record", () => {
+    const actor = createActor(threadMachine, { input: { thread: "e1", settings } }).start();
+    expect(actor.getSnapshot().context.effects).toEqual([]);
+    actor.send({ type: "message.created", message: makeMessage("e1", 0, "hello"), seq: 1 });
+    expect(actor.getSnapshot().context.effects).toEqual([
+      { type: "snapshotChanged", thread: "e1", seq: 1, count: 1, boundary: 0 },
+    ]);
+    const record = toPersisted("e1", 1, false, persistedSnapshotOf(actor, {}));
+    expect(Object.keys(record.snapshot.context).sort()).toEqual(
+      ["backlogLimit", "core", "hosted", "version", "waitingFor"].sort(),
+    );
+    // XState's own persisted form keeps them: a restore starts without.
+    const restored = migrateSnapshot(
+      JSON.parse(JSON.stringify(actor.getPersistedSnapshot())) as PersistedThreadSnapshot,
+    );
+    expect(restored.context.effects).toEqual([]);
   });
 });

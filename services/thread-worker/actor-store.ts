@@ -69,7 +69,12 @@ export function toPersisted(
   erasing: boolean,
   snapshot: PersistedActor,
 ): PersistedThread {
-  const core = snapshot.context.core;
+  // The last step's effects ran before the save: never stored (machines/thread.ts).
+  const { effects: _ran, ...context } = snapshot.context as {
+    core: ThreadState;
+    effects?: unknown;
+  };
+  const core = context.core;
   const n = core.tail.length;
   const ids = new Array<string>(n);
   const seqs = new Array<number>(n);
@@ -88,7 +93,7 @@ export function toPersisted(
     tail: { first: core.tail[0]?.position ?? core.boundary, ids, seqs, costs },
     snapshot: {
       ...snapshot,
-      context: { ...snapshot.context, core: { ...core, tail: [], nodes: stripNodes(core) } },
+      context: { ...context, core: { ...core, tail: [], nodes: stripNodes(core) } },
     },
   };
 }

@@ -14,9 +14,9 @@ export type Skipped = Extract<Effect, { type: "skipped" }>;
 export type ActorEvent = Parameters<Actor<ThreadMachine>["send"]>[0];
 
 /**
- * A thread's actor as its slot hosts it: events go in, the effects the machine emits are
- * collected for the slot to read right after `send`, and the summaries it asks for are run
- * (beside the slot's loop; they come back through its queue).
+ * A thread's actor as its slot hosts it: events go in, the effects each step leaves in the
+ * machine's context are read right after `send` and run, the summaries it asks for beside the
+ * slot's loop (they come back through its queue).
  */
 export class HostedActor {
   readonly #ctx: WorkerContext;
@@ -28,8 +28,9 @@ export class HostedActor {
   /** Made on the first summary asked for: most threads of a busy platform never ask for one. */
   #jobs: SummaryJobs | undefined;
 
-  // Set by the machine's effects while an event is applied; read right after.
-  #requested: SummaryJob[] = [];
+  /** The last step's effects run: an event the chart takes no step for leaves them in place. */
+  #ran: readonly Effect[] | undefined;
+  /** The `skipped` effects of the events sent since the burst last took them. */
   #skips: Skipped[] = [];
   /** The CHAT sequence of a thread.deleted applied and not yet erased. */
   erasedAt: number | undefined;
@@ -44,14 +45,6 @@ export class HostedActor {
     this.#thread = thread;
     this.#enqueue = enqueue;
   }
-
-  /** An effect the machine emits while an event is applied; read right after `send`. */
-  readonly #onEffect = (effect: Effect): void => {
-    if (effect.type === "requestSummary") this.#requested.push(effect.job);
-    else if (effect.type === "snapshotChanged") this.changed = true;
-    else if (effect.type === "skipped") this.#skips.push(effect);
-    else this.erasedAt = effect.seq;
-  };
 
   /** Makes the actor, in `loading`, unless it is made already. */
   create(): void {
@@ -82,7 +75,6 @@ export class HostedActor {
       },
       ...(this.#ctx.inspect ? { inspect: this.#ctx.inspect } : {}),
     });
-    actor.on("*", this.#onEffect);
     actor.start();
     this.#ctx.actorFeed.report(actor, actor.getSnapshot(), "xstate.init");
     return actor;
@@ -92,7 +84,9 @@ export class HostedActor {
   load(core: ThreadState | undefined, erasing: boolean): void {
     const actor = this.actor;
     actor.send(core ? { type: "loaded", core, erasing } : { type: "loaded" });
-    this.#ctx.actorFeed.report(actor, actor.getSnapshot(), "loaded");
+    const snapshot = actor.getSnapshot();
+    this.#ctx.actorFeed.report(actor, snapshot, "loaded");
+    this.#ran = snapshot.context.effects;
     this.#loaded = true;
   }
 
@@ -108,16 +102,25 @@ export class HostedActor {
     return this.#actor?.getSnapshot().value === "backlog";
   }
 
-  /** Sends one event; starts the summaries it asked for. */
+  /** Sends one event and runs the effects of its step; starts the summaries it asked for. */
   send(event: ActorEvent): void {
     const actor = this.#actor as Actor<ThreadMachine>;
     actor.send(event);
-    this.#ctx.actorFeed.report(actor, actor.getSnapshot(), event.type);
+    const snapshot = actor.getSnapshot();
+    this.#ctx.actorFeed.report(actor, snapshot, event.type);
     this.dirty = true;
-    const requested = this.#requested;
-    this.#requested = [];
-    if (requested.length === 0) return;
-    const core = this.state();
+    const effects = snapshot.context.effects;
+    if (effects === this.#ran) return;
+    this.#ran = effects;
+    let requested: SummaryJob[] | undefined;
+    for (const effect of effects) {
+      if (effect.type === "snapshotChanged") this.changed = true;
+      else if (effect.type === "requestSummary") (requested ??= []).push(effect.job);
+      else if (effect.type === "skipped") this.#skips.push(effect);
+      else this.erasedAt = effect.seq;
+    }
+    if (!requested) return;
+    const core = snapshot.context.core;
     this.#jobs ??= this.#newJobs();
     for (const job of requested) this.#jobs.start(this.#withUntil(core, job));
   }

@@ -54,6 +54,8 @@ function summarizeContext(context: MachineContext): MachineContext {
     waitingFor: (context as { waitingFor?: unknown }).waitingFor ?? null,
     seq: core.seq,
     stats: core.stats,
+    // What the last step asked the host to do (requestSummary, snapshotChanged…), by type.
+    effects: ((context as { effects?: { type: string }[] }).effects ?? []).map((e) => e.type),
   };
 }
 

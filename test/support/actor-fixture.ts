@@ -15,6 +15,7 @@ import {
   type PersistedThread,
 } from "../../services/thread-worker/actor-store.ts";
 import { fakeSummary, makeMessage } from "./conversation.ts";
+import { onEffects } from "./effects.ts";
 
 /** A persisted actor record as some version of the worker stored it, and what it leads to. */
 export interface ActorFixture {
@@ -58,7 +59,7 @@ export function continueRun(
           snapshot: migrateSnapshot(copy) as unknown as Snapshot<unknown>,
         })
       : createActor(threadMachine, { input: { thread, settings: fixtureSettings, hosted: true } });
-  actor.on("requestSummary", ({ job }) => void jobs.push(job));
+  onEffects(actor, { requestSummary: ({ job }) => void jobs.push(job) });
   actor.start();
   if (via === "loaded") actor.send({ type: "loaded", core: copy.context.core });
   const drain = () => {

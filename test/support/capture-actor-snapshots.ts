@@ -13,6 +13,7 @@ import { toSnapshot } from "../../shared/snapshot.ts";
 import { toPersisted, type PersistedActor } from "../../services/thread-worker/actor-store.ts";
 import { continueRun, fixtureSettings, fixtureText, type ActorFixture } from "./actor-fixture.ts";
 import { fakeSummary, makeMessage } from "./conversation.ts";
+import { onEffects } from "./effects.ts";
 
 const out = new URL(`../fixtures/actor-snapshots/v${SNAPSHOT_VERSION}/`, import.meta.url);
 mkdirSync(out, { recursive: true });
@@ -23,7 +24,7 @@ function capture(
 ): void {
   const jobs: SummaryJob[] = [];
   const actor = createActor(threadMachine, { input: { thread: name, settings: fixtureSettings } });
-  actor.on("requestSummary", ({ job }) => void jobs.push(job));
+  onEffects(actor, { requestSummary: ({ job }) => void jobs.push(job) });
   actor.start();
   drive(
     (event) => actor.send(event),
