@@ -10,7 +10,12 @@ import type { InfraNames } from "../config/names.ts";
 export const clusterBucket = (names: Pick<InfraNames, "kvBucket">): string =>
   `${names.kvBucket}-cluster`;
 
-export const DEFAULT_FAILOVER_MS = 5_000;
+/**
+ * A member silent this long is dead. With a heartbeat every quarter of it, four in a row must be
+ * missed; kill → first write of a dead member's thread measured 6.7–10.9 s at 5,000 under load
+ * (docs/scale-out.md), so 3,000 keeps the 10 s bound there.
+ */
+export const DEFAULT_FAILOVER_MS = 3_000;
 
 /** One member as its heartbeat says (and as `GET /cluster` shows it). */
 export interface MemberInfo {
@@ -171,6 +176,20 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
   // Reconciles one at a time; an event during a run asks for one more run after it.
   let running: Promise<void> | undefined;
   let again = false;
+  // A run when the next member turns silent, not at the next heartbeat tick after it.
+  let expiry: NodeJS.Timeout | undefined;
+  const aimAtExpiry = () => {
+    clearTimeout(expiry);
+    const now = Date.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const [who, b] of beats) {
+      const at = b.seenAt + failoverMs;
+      if (who !== id && at >= now) next = Math.min(next, at);
+    }
+    if (stopped || next === Number.POSITIVE_INFINITY) return;
+    expiry = setTimeout(kick, next - now + 1);
+    expiry.unref();
+  };
   const kick = () => {
     if (stopped) return;
     if (running) {
@@ -181,6 +200,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
       .catch((err: unknown) => log.warn(`cluster: ${(err as Error).message}; retrying`))
       .finally(() => {
         running = undefined;
+        aimAtExpiry();
         if (again) {
           again = false;
           kick();
@@ -357,6 +377,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
       while (running) await running;
       stopped = true;
       clearInterval(timer);
+      clearTimeout(expiry);
       // Whatever is still held (a failed plan) goes now.
       const rest = [...owned];
       if (rest.length > 0) {
@@ -378,6 +399,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
     abandon() {
       stopped = true;
       clearInterval(timer);
+      clearTimeout(expiry);
       watch.stop();
     },
   };

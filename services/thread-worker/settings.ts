@@ -63,7 +63,7 @@ export function workerSettings(values: Values): WorkerSettings {
       `${saveLingerMs} ms is more than a tenth of the ack wait (${ackWaitMs} ms); write at most ${Math.floor(ackWaitMs / 10)} (default ${Math.min(DEFAULT_SAVE_LINGER_MS, ackWaitMs / 10)}), or raise OUTLINE_ACK_WAIT_MS`,
     );
   }
-  const failoverMs = whole(values, "OUTLINE_FAILOVER_MS", 200, "whole milliseconds", 5_000);
+  const failoverMs = whole(values, "OUTLINE_FAILOVER_MS", 200, "whole milliseconds", 3_000);
   const capacity = whole(values, "OUTLINE_CAPACITY", 1, "a whole number", 1);
   return {
     idleMs,

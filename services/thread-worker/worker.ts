@@ -76,7 +76,7 @@ export interface ThreadWorkerOptions {
   inspect?: (event: InspectionEvent) => void;
   /**
    * Partitioned mode (`names.partitions` set): a member unheard of for this long is dead and its
-   * partitions move (OUTLINE_FAILOVER_MS, default 5,000).
+   * partitions move (OUTLINE_FAILOVER_MS, default 3,000).
    */
   failoverMs?: number;
   /** Partitioned mode: this member's share of the partitions (OUTLINE_CAPACITY, default 1). */

@@ -106,6 +106,10 @@ function stopwatch(name: string) {
       steps.push(`${step} ${((now - last) / 1000).toFixed(1)} s`);
       last = now;
     },
+    /** A count or a fact to print with the steps. */
+    note(what: string) {
+      steps.push(what);
+    },
     print() {
       console.log(`${name} steps: ${steps.join(", ")} (load average ${load()})`);
     },
@@ -265,6 +269,13 @@ async function expectClean(
     );
   }
   clock.lap("settle");
+  // Each is a thread some instance gave up at the revision fence (and loaded again, or passed
+  // on): none in a clean hand-over; a takeover or a stale read shows here.
+  const lost = who.reduce(
+    (n, i) => n + (i.output.match(/written by someone else/g)?.length ?? 0),
+    0,
+  );
+  clock.note(`threads given up at the fence ${lost}`);
   await expectMatchesCleanRun(hh, threads, SMALL);
   clock.lap("compare with clean runs");
   if (!writes) return;
