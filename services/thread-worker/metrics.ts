@@ -13,6 +13,11 @@ const labelKey = (labels: Labels): string => {
   const keys = Object.keys(labels);
   if (keys.length === 0) return "";
   if (keys.length === 1) return `${keys[0]}\u0000${labels[keys[0] as string]}`;
+  if (keys.length === 2) {
+    // The usual pair (kind, source) per summary node: sorted by hand, no entries array or JSON.
+    const [a, b] = (keys[0] as string) < (keys[1] as string) ? keys : [keys[1], keys[0]];
+    return `${a}\u0000${labels[a as string]}\u0000${b}\u0000${labels[b as string]}`;
+  }
   return JSON.stringify(Object.entries(labels).sort());
 };
 
