@@ -3,6 +3,7 @@ import { stateName } from "../machines/state-name.ts";
 import { describe, expect, it } from "vitest";
 import {
   migrateSnapshot,
+  newThreadSnapshot,
   threadMachine,
   type PersistedThreadSnapshot,
 } from "../machines/thread.ts";
@@ -84,6 +85,29 @@ describe("a new thread's actor", () => {
     expect(withoutHost(loaded.getPersistedSnapshot())).toBe(
       withoutHost(plain.getPersistedSnapshot()),
     );
+  });
+});
+
+describe("a hosted thread never stored", () => {
+  it("starts from the snapshot `loaded` with nothing leaves, and goes on the same", () => {
+    const input = { thread: "n1", settings, hosted: true, backlogLimit: 500 };
+    const loaded = createActor(threadMachine, { input }).start();
+    loaded.send({ type: "loaded" });
+    const fresh = createActor(threadMachine, { input, snapshot: newThreadSnapshot(input) });
+    const actors = [loaded, fresh.start()];
+    const same = () =>
+      expect(JSON.stringify(fresh.getPersistedSnapshot())).toBe(
+        JSON.stringify(loaded.getPersistedSnapshot()),
+      );
+    same();
+    for (let i = 0; i < 20; i++) {
+      const text = `message ${i}: ` + "lorem ipsum dolor ".repeat(1 + (i % 9));
+      for (const actor of actors)
+        actor.send({ type: "message.created", message: makeMessage("n1", i, text), seq: i + 1 });
+      expect(fresh.getSnapshot().value).toEqual(loaded.getSnapshot().value);
+    }
+    expect(stateName(fresh.getSnapshot().value)).not.toBe("active.idle");
+    same();
   });
 });
 

@@ -3,7 +3,7 @@ import { InvariantError } from "../../shared/errors.ts";
 import type { SummaryJob } from "../../shared/jobs.ts";
 import type { Effect } from "../../shared/step.ts";
 import { findBuilt, type ThreadState } from "../../shared/thread.ts";
-import { threadMachine, type ThreadMachine } from "../../machines/thread.ts";
+import { newThreadSnapshot, threadMachine, type ThreadMachine } from "../../machines/thread.ts";
 import type { Item } from "./slot-queue.ts";
 import { SummaryJobs, type RequestedJob } from "./summary-jobs.ts";
 import type { WorkerContext } from "./worker-context.ts";
@@ -51,6 +51,13 @@ export class HostedActor {
     this.#actor ??= this.#createActor();
   }
 
+  /** A thread never stored: its actor starts loaded (there is nothing to read back). */
+  createNew(): void {
+    const actor = (this.#actor = this.#createActor(true));
+    this.#ran = actor.getSnapshot().context.effects;
+    this.#loaded = true;
+  }
+
   /** The XState actor, made on first use. */
   get actor(): Actor<ThreadMachine> {
     return (this.#actor ??= this.#createActor());
@@ -65,14 +72,16 @@ export class HostedActor {
     return this.#loaded ? this.#actor?.getSnapshot().context.core : undefined;
   }
 
-  #createActor(): Actor<ThreadMachine> {
+  #createActor(fresh = false): Actor<ThreadMachine> {
+    const input = {
+      thread: this.#thread,
+      settings: this.#ctx.settings,
+      hosted: true,
+      backlogLimit: this.#ctx.backlogLimit,
+    };
     const actor = createActor(threadMachine, {
-      input: {
-        thread: this.#thread,
-        settings: this.#ctx.settings,
-        hosted: true,
-        backlogLimit: this.#ctx.backlogLimit,
-      },
+      input,
+      ...(fresh ? { snapshot: newThreadSnapshot(input) } : {}),
       ...(this.#ctx.inspect ? { inspect: this.#ctx.inspect } : {}),
     });
     actor.start();

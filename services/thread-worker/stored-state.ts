@@ -56,13 +56,17 @@ export class StoredState {
     this.#checkAlive = checkAlive;
   }
 
-  /** Reads the record and restores it (tail from CHAT, node texts from HISTORY). */
-  async read(): Promise<StoredRead> {
+  /**
+   * Reads the record and restores it (tail from CHAT, node texts from HISTORY); `found` is
+   * called once a record is found, before it is read back.
+   */
+  async read(found: () => void): Promise<StoredRead> {
     const { ctx, thread, retry } = this.#tools;
     const { buckets, jsm, names } = ctx;
     const entry = await retry("read actor state", () => buckets.actors.get(thread));
     let restored: StoredRead["restored"];
     if (entry?.operation === "PUT") {
+      found();
       const record = parsePersisted(thread, entry.value, buckets.names.actors);
       const snapshot = await retry(
         "read the tail and the built nodes back from CHAT and HISTORY",

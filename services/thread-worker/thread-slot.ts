@@ -316,12 +316,13 @@ export class ThreadSlot {
   // -------------------------------------------------------------------------------------------
   // Loading
 
-  /** Creates the actor (`loading`) and gives it the persisted state when there is one. */
+  /**
+   * Creates the actor and gives it the persisted state when there is one: `loading` while a
+   * stored thread is read back (the inspector shows it); a thread never stored starts loaded.
+   */
   async #load(): Promise<void> {
     const hosted = this.#hosted;
-    // In `loading` while the stored state is read: the inspector shows it.
-    hosted.create();
-    const { entry, restored } = await this.#stored.read();
+    const { entry, restored } = await this.#stored.read(() => hosted.create());
     if (restored) {
       this.#cursor.seen = restored.seen;
       this.#erasing = restored.erasing;
@@ -329,7 +330,8 @@ export class ThreadSlot {
     this.#checkAlive();
     // A record this worker wrote from getPersistedSnapshot(), of any snapshot version: only its
     // core is taken (the chart's state follows from it).
-    hosted.load(restored?.snapshot.context.core, this.#erasing);
+    if (restored) hosted.load(restored.snapshot.context.core, this.#erasing);
+    else hosted.createNew();
     if (!restored) {
       // A thread is listed only once a state of it with work outstanding is stored (#save), so a
       // thread with no entry at all is not listed: no request for each new thread. One woken from
