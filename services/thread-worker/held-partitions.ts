@@ -98,12 +98,29 @@ export async function holdPartitions(parts: {
       await registry.drainWhere(inPartitions(ks));
     },
   });
-  // The heartbeat reports the lag: refreshed on a timer, since a heartbeat does not wait.
+  // The heartbeat reports the lag: refreshed on a timer, since a heartbeat does not wait. A held
+  // partition whose consumer stopped delivering is re-created (after an ack wait with events
+  // pending and none delivered).
   const lagTimer = setInterval(() => {
-    consumers.lag().then(
-      ({ pending }) => (lastLag = pending),
-      () => undefined,
-    );
+    consumers
+      .lag()
+      .then(({ pending }) => (lastLag = pending))
+      .catch(() => undefined)
+      .finally(() => {
+        for (const k of consumers.stalled(parts.ackWaitMs)) {
+          log.warn(`the consumer of partition ${k} delivers nothing: re-creating it`);
+          const retry = (open: () => Promise<void>) =>
+            retryInPlace(open, {
+              what: `re-create the consumer of partition ${k}`,
+              log,
+              signal: handing.signal,
+            });
+          consumers.recreate(k, retry).catch((err: unknown) => {
+            if (!parts.stopping.aborted)
+              log.error(`could not re-create the consumer of partition ${k}: ${errorText(err)}`);
+          });
+        }
+      });
   }, 2_000);
   lagTimer.unref();
   return {

@@ -88,6 +88,13 @@ interface Reading {
   name: string;
   messages: ConsumerMessages;
   pulling: Promise<void>;
+  /** When it last delivered (or was opened). */
+  at: number;
+  /** Its pull loop ended without a close, or its consumer is gone. */
+  ended: boolean;
+  /** Events not yet delivered, and delivered not yet acknowledged, as of the last `lag()`. */
+  pending: number;
+  ackPending: number;
 }
 
 /**
@@ -96,6 +103,9 @@ interface Reading {
  */
 export class PartitionConsumers {
   readonly #reading = new Map<number, Reading>();
+  /** Each partition's opens, closes and re-creations, one after the other. */
+  readonly #ops = new Map<number, Promise<void>>();
+  readonly #recreating = new Set<number>();
   readonly #js: JetStreamClient;
   readonly #jsm: JetStreamManager;
   readonly #names: InfraNames;
@@ -125,26 +135,91 @@ export class PartitionConsumers {
     return [...this.#reading.keys()].filter((k) => k !== UNPARTITIONED).sort((a, b) => a - b);
   }
 
-  async open(k: number): Promise<void> {
+  /** Runs `op` on partition `k` after the ones before it: a close never overtakes a re-creation. */
+  #serial(k: number, op: () => Promise<void>): Promise<void> {
+    const run = (this.#ops.get(k) ?? Promise.resolve()).then(op);
+    this.#ops.set(
+      k,
+      run.catch(() => undefined),
+    );
+    return run;
+  }
+
+  open(k: number): Promise<void> {
+    return this.#serial(k, () => this.#open(k));
+  }
+
+  async #open(k: number): Promise<void> {
     if (this.#reading.has(k)) return;
     const { ackWaitMs, maxAckPending, route, failed } = this.#options;
     const name = await openConsumer(this.#jsm, this.#names, this.#s, k, ackWaitMs, maxAckPending);
     const consumer = await this.#js.consumers.get(this.#names.chatStream, name);
     const messages = await consumer.consume({ max_messages: Math.min(256, maxAckPending) });
-    const pulling = (async () => {
-      for await (const msg of messages) route(msg);
-    })().catch((err: unknown) => failed(k, err));
-    this.#reading.set(k, { name, messages, pulling });
+    const reading: Reading = {
+      name,
+      messages,
+      pulling: Promise.resolve(),
+      at: Date.now(),
+      ended: false,
+      pending: 0,
+      ackPending: 0,
+    };
+    reading.pulling = (async () => {
+      for await (const msg of messages) {
+        reading.at = Date.now();
+        route(msg);
+      }
+    })()
+      .catch((err: unknown) => failed(k, err))
+      .finally(() => (reading.ended = true));
+    this.#reading.set(k, reading);
   }
 
   /** Stops pulling `k`; resolves once every delivery already here has been routed. */
-  async close(k: number): Promise<void> {
+  close(k: number): Promise<void> {
+    return this.#serial(k, () => this.#close(k));
+  }
+
+  async #close(k: number): Promise<void> {
     const reading = this.#reading.get(k);
     if (!reading) return;
     this.#reading.delete(k);
-    await reading.messages.close();
+    // A loop that ended on an error has closed already.
+    await reading.messages.close().catch(() => undefined);
     await reading.pulling;
     this.#options.forget(reading.name);
+  }
+
+  /**
+   * Partitions held whose consumer stopped delivering: its pull loop ended without a close, or
+   * it had events pending at the last `lag()`, below max_ack_pending (the server holds back at
+   * it), and delivered none for `idleMs`. A consumer can
+   * stall so on a cluster (nats-server 2.9.10 logged "consumer … has NO quorum, stalled" for
+   * minutes after a server restart); re-created, it delivers again.
+   */
+  stalled(idleMs: number, now = Date.now()): number[] {
+    const out: number[] = [];
+    for (const [k, r] of this.#reading)
+      if (
+        r.ended ||
+        (r.pending > 0 && r.ackPending < this.#options.maxAckPending && now - r.at > idleMs)
+      )
+        out.push(k);
+    return out;
+  }
+
+  /**
+   * Re-creates `k`'s consumer at its ack floor, if `k` is still held by then; `retry` repeats the
+   * opening until it works (a close of `k` waits for it).
+   */
+  recreate(k: number, retry: (open: () => Promise<void>) => Promise<void>): Promise<void> {
+    if (this.#recreating.has(k)) return Promise.resolve();
+    this.#recreating.add(k);
+    return this.#serial(k, async () => {
+      if (!this.#reading.has(k)) return;
+      await this.#close(k);
+      await retry(() => this.#open(k));
+    }).finally(() => this.#recreating.delete(k));
   }
 
   /** Crash simulation: stops every loop at once. */
@@ -158,8 +233,16 @@ export class PartitionConsumers {
     let pending = 0;
     let ackPending = 0;
     await Promise.all(
-      [...this.#reading.values()].map(async ({ name }) => {
-        const info = await this.#jsm.consumers.info(this.#names.chatStream, name);
+      [...this.#reading.values()].map(async (reading) => {
+        const info = await this.#jsm.consumers
+          .info(this.#names.chatStream, reading.name)
+          .catch((err: unknown) => {
+            // Gone (deleted by hand, say): nothing delivers any more.
+            if (notFound(err)) reading.ended = true;
+            throw err;
+          });
+        reading.pending = info.num_pending;
+        reading.ackPending = info.num_ack_pending;
         pending += info.num_pending;
         ackPending += info.num_ack_pending;
       }),
