@@ -67,6 +67,7 @@ import { writeFileSync } from "node:fs";
 console.log("worker up with " + process.env.NATS_URL);
 writeFileSync("worker.env", process.env.NATS_URL + "\\n" + (process.env.OUTLINE_CONFIG ?? ""));
 process.on("SIGTERM", () => { writeFileSync("worker.drained", "yes"); process.exit(0); });
+writeFileSync("worker.up", "yes");
 setInterval(() => {}, 1000);
 `;
 const api = `
@@ -76,7 +77,14 @@ const server = createServer((req, res) => { res.writeHead(req.url === "/healthz"
 server.listen(Number(process.env.PORT), process.env.HOST);
 process.on("SIGTERM", () => server.close(() => { writeFileSync("api.drained", "yes"); process.exit(0); }));
 `;
-const crasher = `setTimeout(() => { console.error("boom"); process.exit(3); }, 300);`;
+// Dies once the worker can drain (its SIGTERM handler is set): an event, not a 300 ms guess that
+// a loaded host's worker start could outlast.
+const crasher = `
+import { existsSync } from "node:fs";
+const die = () => { console.error("boom"); process.exit(3); };
+const wait = () => (existsSync("worker.up") ? die() : setTimeout(wait, 20));
+wait();
+`;
 
 function controllable() {
   let stop!: (why: string) => void;
