@@ -166,3 +166,26 @@ describe("prompt cache", () => {
     expect((await natsText({ agent: "north" })).status).toBe("404");
   });
 });
+
+describe("prompt cache, a held snapshot", () => {
+  it("is not served once the thread is erased as on nats-server 2.9 (no marker)", async () => {
+    log = [];
+    await publish(200, 240);
+    await snapshotOf(30);
+    await expectAllFresh();
+    // A turn asks only whether the held revision is still the key's value: a new message.
+    await publish(240, 241);
+    await expectAllFresh();
+    // The eraser's order: the thread's CHAT messages, then the key, purged by subject (no marker).
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.purge(names.chatStream, { filter: subjects(names).messageCreated(thread) });
+    await jsm.streams.purge(`KV_${names.kvBucket}`, { filter: `$KV.${names.kvBucket}.${thread}` });
+    // The thread's id used again: one message, no snapshot yet.
+    log = [];
+    await publish(300, 301);
+    const after = JSON.parse((await expectAllFresh())[0] ?? "") as {
+      stats: { snapshotSeq: number; newerThanSnapshot: number };
+    };
+    expect(after.stats).toMatchObject({ snapshotSeq: 0, newerThanSnapshot: 1 });
+  });
+});

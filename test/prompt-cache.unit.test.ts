@@ -6,8 +6,9 @@ import type { PromptArgs } from "../services/prompt-builder/requests.ts";
 
 const args: PromptArgs = { thread: "t", agent: "north", from: undefined, format: "openai" };
 const bytes = (text: string) => new TextEncoder().encode(text);
-const stored = (text: string) => ({
+const stored = (text: string, revision = 1) => ({
   bytes: bytes(text),
+  revision,
   parse: () => JSON.parse(text) as OutlineSnapshot,
 });
 

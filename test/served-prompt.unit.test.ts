@@ -59,7 +59,7 @@ class FakeThread implements ThreadReader {
     const value = this.snapshotValue;
     if (!value) return Promise.resolve(undefined);
     const bytes = encoder.encode(JSON.stringify(value));
-    return Promise.resolve({ bytes, parse: () => structuredClone(value) });
+    return Promise.resolve({ bytes, revision: value.seq, parse: () => structuredClone(value) });
   }
   lastMessageSeq() {
     return Promise.resolve(this.messages.at(-1)?.seq ?? 0);

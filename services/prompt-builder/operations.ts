@@ -14,7 +14,7 @@ import { pageText, resolveZoom, type Page, type ZoomScope } from "../../shared/z
 import { ApiError, notFound } from "./api-error.ts";
 import { PromptCache } from "./prompt-cache.ts";
 import { PromptTurns } from "./prompt-turns.ts";
-import type { ReadAhead, StoredMessage, ThreadReader } from "./reader.ts";
+import type { ReadAhead, StoredMessage, StoredSnapshot, ThreadReader } from "./reader.ts";
 import { promptArgs, threadArg, zoomArgs, type PromptArgs, type RawRequest } from "./requests.ts";
 import { toolsFor, type ToolDefinition } from "./tools.ts";
 
@@ -266,6 +266,22 @@ export function createOperations(
     return later;
   }
 
+  /**
+   * The stored snapshot; when the parse kept is of the key's value still, that parse, asked
+   * about by revision instead of read again (a turn then reads no snapshot bytes).
+   */
+  async function snapshotFor(thread: string): Promise<StoredSnapshot | undefined> {
+    const held = turns && reader.storedSnapshotSince ? cache.held(thread) : undefined;
+    if (!held || !reader.storedSnapshotSince) return reader.storedSnapshot(thread);
+    const { tail, tailSeqs } = held.snapshot;
+    const seq = tailSeqs.at(-1);
+    const id = tail.at(-1);
+    const proof = seq === undefined || id === undefined ? undefined : { seq, id };
+    const got = await reader.storedSnapshotSince(thread, { revision: held.revision, proof });
+    if (got !== "unchanged") return got;
+    return { bytes: held.bytes, revision: held.revision, parse: () => held.snapshot };
+  }
+
   return {
     async prompt(raw) {
       const args = promptArgs(raw);
@@ -280,7 +296,7 @@ export function createOperations(
       const ahead = upTo === undefined ? undefined : reader.readAhead?.(thread, upTo);
       // Both read afresh on every request: they decide whether a kept body is still the answer.
       const [stored, lastSeq] = await Promise.all([
-        reader.storedSnapshot(thread),
+        snapshotFor(thread),
         reader.lastMessageSeq(thread),
       ]);
       if (!stored && lastSeq === 0) throw notFound(thread);

@@ -9,9 +9,11 @@ export const DEFAULT_PROMPT_CACHE_BYTES = 32 * 1024 * 1024;
 /** A parsed snapshot holds its texts as JS strings and objects: counted at 3× its bytes. */
 const PARSED_FACTOR = 3;
 
-interface KeptSnapshot {
+export interface KeptSnapshot {
   kind: "snapshot";
   bytes: Uint8Array;
+  /** The KV revision of the bytes. */
+  revision: number;
   snapshot: OutlineSnapshot;
 }
 
@@ -48,6 +50,12 @@ export class PromptCache {
     return this.#lru.bytes;
   }
 
+  /** The snapshot last parsed for the thread, if kept: its revision may be asked about. */
+  held(thread: string): KeptSnapshot | undefined {
+    const kept = this.#lru.get(`s\0${thread}`);
+    return kept?.kind === "snapshot" ? kept : undefined;
+  }
+
   /** The snapshot parsed: the parse kept from before when the bytes are the same. */
   snapshot(thread: string, stored: StoredSnapshot): KeptSnapshot {
     const key = `s\0${thread}`;
@@ -55,9 +63,14 @@ export class PromptCache {
       key,
       (e) => e.kind === "snapshot" && sameBytes(e.bytes, stored.bytes),
     );
-    if (kept?.kind === "snapshot") return kept;
+    if (kept?.kind === "snapshot") {
+      // The same bytes put again: asked about by the newer revision from now on.
+      kept.revision = stored.revision;
+      return kept;
+    }
     const fresh: KeptSnapshot = {
       kind: "snapshot",
+      revision: stored.revision,
       snapshot: stored.parse(),
       // Ours: what the reader gave may be a view of the connection's buffer.
       bytes: stored.bytes.slice(),

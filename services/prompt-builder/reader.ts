@@ -22,6 +22,8 @@ export interface StoredMessage {
 export interface StoredSnapshot {
   /** The value's bytes (maybe a view of what the connection read: copy them to keep them). */
   bytes: Uint8Array;
+  /** The KV revision (the stream sequence of the put) these bytes are. */
+  revision: number;
   /** Parses the bytes (each call parses anew); not JSON is a 502 BAD_SNAPSHOT. */
   parse(): OutlineSnapshot;
 }
@@ -36,6 +38,15 @@ export interface ThreadReader {
   snapshot(thread: string): Promise<OutlineSnapshot | undefined>;
   /** The same read, unparsed: a caller that keeps what it built from a snapshot compares bytes. */
   storedSnapshot(thread: string): Promise<StoredSnapshot | undefined>;
+  /**
+   * The same read for a caller that holds revision `held.revision` of the snapshot: "unchanged"
+   * when that is still the key's value, without reading its bytes again (see `snapshotSince` in
+   * createReader for why that holds); otherwise what `storedSnapshot` answers.
+   */
+  storedSnapshotSince?(
+    thread: string,
+    held: HeldSnapshot,
+  ): Promise<StoredSnapshot | undefined | "unchanged">;
   /** The CHAT sequence of the thread's newest message.created, or 0 when it has none. */
   lastMessageSeq(thread: string): Promise<number>;
   /**
@@ -63,6 +74,15 @@ export interface ThreadReader {
   readAhead?(thread: string, afterSeq: number): ReadAhead;
   /** One summary node from HISTORY (last by subject), or undefined when it was not published. */
   node(thread: string, level: number, index: number): Promise<SummaryEvent | undefined>;
+}
+
+/**
+ * A snapshot revision a caller holds, and a message it covers: the last of its tail (CHAT
+ * sequence and id), whose presence shows the thread was not erased since (see createReader).
+ */
+export interface HeldSnapshot {
+  revision: number;
+  proof: { seq: number; id: string } | undefined;
 }
 
 /** A read sent ahead (`readAhead`): used by the `messagesAfter` of the same thread and sequence. */
@@ -115,20 +135,24 @@ const HINT_BYTES = 4 * 1024 * 1024;
  */
 async function openDirect(nc: NatsConnection, bucket: string): Promise<Bucket> {
   let direct = false;
+  let latestOnly = false;
   try {
     const info = await (await jetstreamManager(nc)).streams.info(`KV_${bucket}`);
     direct = info.config.allow_direct === true;
+    latestOnly = info.config.max_msgs_per_subject === 1;
   } catch {
     // Fall through to the plain reads; `open` reports a bucket that does not exist.
   }
   const kv = await new Kvm(jetstream(nc)).open(bucket, direct ? { allow_direct: true } : {});
-  return { kv, direct };
+  return { kv, direct, latestOnly };
 }
 
 /** The snapshot bucket, and whether its stream allows direct gets (read on our own inbox then). */
 interface Bucket {
   kv: KV;
   direct: boolean;
+  /** History 1: a key has at most one message, so the first after a revision is its value. */
+  latestOnly: boolean;
 }
 
 // The snapshot bucket is opened (not created) on first use and again after a failure: the
@@ -178,6 +202,12 @@ function storedMessageOf(
 }
 
 const decoder = new TextDecoder();
+
+/** A snapshot's bytes and revision, as read. */
+interface Stored {
+  bytes: Uint8Array;
+  revision: number;
+}
 
 /** A stored body as JSON; throws when it is not. */
 function jsonOf(data: Uint8Array): unknown {
@@ -239,22 +269,24 @@ export function createReader(
     ).then((all) => all.reduce((a, b) => (!a || (b && b.seq < a.seq) ? b : a), undefined));
   }
 
+  /** The key's value as a direct get read it, or undefined for none (a delete or purge marker). */
+  function valueOf(sm: DirectMessage | undefined): Stored | undefined {
+    const operation = sm?.headers?.get(KV_OPERATION);
+    if (!sm || (operation !== "" && operation !== undefined && operation !== "PUT")) {
+      return undefined;
+    }
+    return sm.data.length === 0 ? undefined : { bytes: sm.data, revision: sm.seq };
+  }
+
   /** The snapshot's bytes, or undefined when the key has none (never put, deleted, purged). */
-  async function snapshotBytes(thread: string): Promise<Uint8Array | undefined> {
+  async function snapshotBytes(thread: string): Promise<Stored | undefined> {
     const { kv, direct: allowsDirect } = await bucket();
     const what = `the snapshot of '${thread}'`;
     if (allowsDirect) {
       const bucketName = names.kvBucket;
-      const sm = await direct(
-        `KV_${bucketName}`,
-        { last_by_subj: `$KV.${bucketName}.${thread}` },
-        what,
+      return valueOf(
+        await direct(`KV_${bucketName}`, { last_by_subj: `$KV.${bucketName}.${thread}` }, what),
       );
-      const operation = sm?.headers?.get(KV_OPERATION);
-      if (!sm || (operation !== "" && operation !== undefined && operation !== "PUT")) {
-        return undefined;
-      }
-      return sm.data.length === 0 ? undefined : sm.data;
     }
     let entry;
     try {
@@ -263,14 +295,14 @@ export function createReader(
       throw storeError(what, err);
     }
     if (!entry || entry.operation !== "PUT" || entry.length === 0) return undefined;
-    return entry.value;
+    return { bytes: entry.value, revision: entry.revision };
   }
 
-  async function storedSnapshot(thread: string): Promise<StoredSnapshot | undefined> {
-    const bytes = await snapshotBytes(thread);
-    if (!bytes) return undefined;
+  function snapshotOf(thread: string, stored: Stored | undefined): StoredSnapshot | undefined {
+    if (!stored) return undefined;
+    const { bytes } = stored;
     return {
-      bytes,
+      ...stored,
       parse: () => {
         try {
           return JSON.parse(decoder.decode(bytes)) as OutlineSnapshot;
@@ -285,12 +317,57 @@ export function createReader(
     };
   }
 
+  async function storedSnapshot(thread: string): Promise<StoredSnapshot | undefined> {
+    return snapshotOf(thread, await snapshotBytes(thread));
+  }
+
+  /**
+   * Whether the held revision is still the key's value, in one round trip of two small gets
+   * instead of the snapshot's bytes (~150 KB on a long thread): the key's first message after
+   * the revision (history 1: that is its value, a put or a delete marker), and the held tail's
+   * last message. An erase removes the key's message without a marker on nats-server < 2.10,
+   * but only after the thread's CHAT messages before its delete (services/thread-worker/
+   * eraser.ts), the held tail's last among them: while that message is stored, so is the key.
+   */
+  async function snapshotSince(
+    thread: string,
+    held: HeldSnapshot,
+  ): Promise<StoredSnapshot | undefined | "unchanged"> {
+    const { direct: allowsDirect, latestOnly } = await bucket();
+    const proof = held.proof;
+    if (!allowsDirect || !latestOnly || !proof) return storedSnapshot(thread);
+    const bucketName = names.kvBucket;
+    const [next, covered] = await Promise.all([
+      direct(
+        `KV_${bucketName}`,
+        { next_by_subj: `$KV.${bucketName}.${thread}`, seq: held.revision + 1 },
+        `the snapshot of '${thread}'`,
+      ),
+      direct(names.chatStream, { seq: proof.seq }, `message seq ${proof.seq} of '${thread}'`),
+    ]);
+    if (next) return snapshotOf(thread, valueOf(next));
+    const stored =
+      covered &&
+      parseAndKeep(
+        covered.subject,
+        covered.seq,
+        covered.data.length,
+        () => jsonOf(covered.data),
+        thread,
+      );
+    // Gone (erased, or aged out): whether the key still holds the revision is read in full.
+    if (stored?.message.id !== proof.id) return storedSnapshot(thread);
+    return "unchanged";
+  }
+
   return {
     async snapshot(thread) {
       return (await storedSnapshot(thread))?.parse();
     },
 
     storedSnapshot,
+
+    storedSnapshotSince: snapshotSince,
 
     async lastMessageSeq(thread) {
       const found = await Promise.all(
