@@ -1,7 +1,8 @@
+import type { KvEntry } from "@nats-io/kv";
 import { toSnapshot } from "../../shared/snapshot.ts";
 import type { ThreadState } from "../../shared/thread.ts";
 import type { SlotTools } from "./slot-tools.ts";
-import { writeSnapshot } from "./snapshot-writer.ts";
+import { notOlder, parseSnapshot, writeSnapshot } from "./snapshot-writer.ts";
 
 /**
  * When a thread's outline snapshot is written: at most once per `snapshotDelayMs` whatever the
@@ -17,6 +18,12 @@ export class SnapshotSchedule {
   isDue = false;
   /** The snapshot bucket's revision of the thread's key (0: none). */
   revision = 0;
+  /**
+   * The snapshot found on load, until this slot's outline is not older than it. The last owner
+   * shows summaries before it saves them: one that lost the fence or died before its save
+   * leaves a snapshot newer than the state loaded here, which must not be written over it.
+   */
+  #found: Uint8Array | undefined;
   #timer: NodeJS.Timeout | undefined;
   /** When the waiting timer fires. */
   #at = 0;
@@ -52,12 +59,24 @@ export class SnapshotSchedule {
     else this.request();
   }
 
+  /** The thread's key as the slot found it on load (null: never written). */
+  found(entry: KvEntry | null): void {
+    this.revision = entry?.revision ?? 0;
+    this.#found = entry?.operation === "PUT" ? entry.value : undefined;
+  }
+
   async write(core: ThreadState): Promise<void> {
     this.wanted = false;
     if (core.deleted) return;
+    const snapshot = toSnapshot(core);
+    if (this.#found) {
+      // Still behind what the last owner showed: written once the thread has caught up.
+      if (!notOlder(snapshot, parseSnapshot(this.#found))) return;
+      this.#found = undefined;
+    }
     this.#lastAt = Date.now();
     const { ctx, thread, signal } = this.#tools;
-    this.revision = await writeSnapshot(ctx, thread, toSnapshot(core), this.revision, signal);
+    this.revision = await writeSnapshot(ctx, thread, snapshot, this.revision, signal);
   }
 
   /** No write is scheduled (the slot ends, or the thread is erased: `forget`). */
@@ -70,5 +89,6 @@ export class SnapshotSchedule {
   forget(): void {
     this.cancel();
     this.wanted = false;
+    this.#found = undefined;
   }
 }

@@ -18,7 +18,8 @@ export function notOlder(
   return ours.boundary >= (theirs.boundary ?? 0) && ours.pending.jobs <= theirJobs;
 }
 
-function parse(value: Uint8Array): Partial<OutlineSnapshot> | undefined {
+/** A stored snapshot's fields, or undefined when it is not JSON (then any write may replace it). */
+export function parseSnapshot(value: Uint8Array): Partial<OutlineSnapshot> | undefined {
   try {
     return JSON.parse(new TextDecoder().decode(value)) as Partial<OutlineSnapshot>;
   } catch {
@@ -58,7 +59,7 @@ export async function writeSnapshot(
         const current = await kv.get(thread);
         if (current?.operation === "PUT" && sameBytes(current.value, bytes))
           return current.revision;
-        if (current?.operation === "PUT" && !notOlder(snapshot, parse(current.value))) {
+        if (current?.operation === "PUT" && !notOlder(snapshot, parseSnapshot(current.value))) {
           ctx.log.warn(
             `snapshot of thread '${thread}' in bucket ${ctx.names.kvBucket} is newer than this worker's (another worker has the thread); leaving it`,
           );

@@ -80,7 +80,7 @@ export class StoredState {
     // A thread never stored has no snapshot of ours either: its first write creates the key (a
     // snapshot someone else wrote is met by the writer's fence, snapshot-writer.ts).
     const shown = entry ? await retry("read snapshot", () => buckets.snapshots.get(thread)) : null;
-    this.#snapshots.revision = shown?.revision ?? 0;
+    this.#snapshots.found(shown);
     return restored ? { entry, restored } : { entry };
   }
 

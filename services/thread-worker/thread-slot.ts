@@ -60,6 +60,11 @@ export class ThreadSlot {
   #woken = false;
   #saveDue = false;
   #passivateWanted = false;
+  /**
+   * drain() runs: it alone drives the loop, and its final writes run outside it. A kick then
+   * (a save timer, the caught-up save, the idle sweep) would start a second loop beside them.
+   */
+  #draining = false;
 
   constructor(thread: string, ctx: WorkerContext, onEnd: (slot: ThreadSlot, end: SlotEnd) => void) {
     this.thread = thread;
@@ -134,7 +139,7 @@ export class ThreadSlot {
 
   /** Starts the loop on the next turn, together with every other slot that has work then. */
   #kick(): void {
-    if (this.#running || this.#ended || this.#kickScheduled) return;
+    if (this.#running || this.#ended || this.#kickScheduled || this.#draining) return;
     this.#kickScheduled = true;
     this.#ctx.nextTurn.run(this.#kicked);
   }
@@ -266,13 +271,19 @@ export class ThreadSlot {
    */
   saveLingering(appliedBy = Number.POSITIVE_INFINITY): void {
     const since = this.#acks.unsavedSince;
-    if (this.#ended || since === undefined || since > appliedBy) return;
+    if (this.#ended || this.#draining || since === undefined || since > appliedBy) return;
     this.#acks.saveNow();
   }
 
   /** Asks the loop to persist and stop the actor if it has been idle for `idleMs`. */
   passivateIfIdle(now: number, idleMs: number): void {
-    if (this.#ended || this.#running || this.#queue.length > 0 || this.#hosted.jobsBusy() > 0)
+    if (
+      this.#ended ||
+      this.#draining ||
+      this.#running ||
+      this.#queue.length > 0 ||
+      this.#hosted.jobsBusy() > 0
+    )
       return;
     if (now - this.#lastActivity < idleMs) return;
     this.#passivateWanted = true;
@@ -284,6 +295,7 @@ export class ThreadSlot {
    * again after the next start), queued events are applied, state and snapshot are written.
    */
   async drain(): Promise<void> {
+    this.#draining = true;
     await this.#hosted.stopJobs();
     this.#snapshots.cancel();
     this.#acks.cancel();

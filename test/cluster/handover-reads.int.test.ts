@@ -1,13 +1,15 @@
-import { Kvm } from "@nats-io/kv";
+import { Kvm, KvWatchInclude } from "@nats-io/kv";
 import { Empty, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import type { SummaryJob } from "../../shared/jobs.ts";
+import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import { findBuilt, isSettled as isSettledCore } from "../../shared/thread.ts";
 import { connectNats } from "../../services/nats/connect.ts";
 import { SummarizerError } from "../../services/summarizer/errors.ts";
 import type { PersistedThread } from "../../services/thread-worker/actor-store.ts";
 import { kvStream, kvSubject, workerBucketNames } from "../../services/thread-worker/buckets.ts";
 import type { Logger } from "../../services/thread-worker/log.ts";
+import { METRIC } from "../../services/thread-worker/metrics.ts";
 import { startThreadWorker, type ThreadWorker } from "../../services/thread-worker/worker.ts";
 import { expectMatchesCleanRun, faultScope, ownHarness } from "../faults/support.ts";
 import {
@@ -105,22 +107,48 @@ async function settled(
   stored: string[],
   lines: string[],
 ): Promise<void> {
-  const bucket = workerBucketNames(h.names).actors;
-  const atRest = async (t: string) => {
-    const m = await h.jsm.streams.getMessage(kvStream(bucket), {
-      last_by_subj: kvSubject(bucket, t),
-    });
-    const core = m?.json<PersistedThread>().snapshot.context.core;
-    return core !== undefined && isSettledCore(core);
-  };
   try {
     await waitSettled(h, threads, 20_000);
     await waitFor("the stored states to settle", async () =>
-      (await Promise.all(stored.map(atRest))).every(Boolean),
+      (await Promise.all(stored.map((t) => settledOnStore(h, t)))).every(Boolean),
     );
   } catch (err) {
     throw new Error(`${(err as Error).message}; the workers said:\n${lines.join("\n")}`);
   }
+}
+
+/** Every snapshot of `thread` written from now on, in the order stored. */
+async function snapshotWrites(h: Harness, thread: string): Promise<OutlineSnapshot[]> {
+  const kv = await new Kvm(h.js).open(h.names.kvBucket);
+  const watch = await kv.watch({ key: thread, include: KvWatchInclude.UpdatesOnly });
+  const writes: OutlineSnapshot[] = [];
+  void (async () => {
+    for await (const e of watch) if (e.operation === "PUT") writes.push(e.json<OutlineSnapshot>());
+  })();
+  scope.stops.push(() => watch.stop());
+  return writes;
+}
+
+/** Writes that show less of the log than the one before: an earlier seq, or an earlier cut. */
+function wentBack(writes: OutlineSnapshot[]): string[] {
+  return writes.flatMap((w, i) => {
+    const before = writes[i - 1];
+    return before && (w.seq < before.seq || (w.seq === before.seq && w.boundary < before.boundary))
+      ? [
+          `write ${i}: seq ${w.seq} boundary ${w.boundary} after seq ${before.seq} boundary ${before.boundary}`,
+        ]
+      : [];
+  });
+}
+
+/** Whether the thread's stored state has nothing asked of the summarizer left in it. */
+async function settledOnStore(h: Harness, thread: string): Promise<boolean | undefined> {
+  const bucket = workerBucketNames(h.names).actors;
+  const m = await h.jsm.streams.getMessage(kvStream(bucket), {
+    last_by_subj: kvSubject(bucket, thread),
+  });
+  const core = m?.json<PersistedThread>().snapshot.context.core;
+  return core === undefined ? undefined : isSettledCore(core);
 }
 
 /** `nc`'s next direct get of each thread's actor key is answered with `stale`'s reply. */
@@ -227,6 +255,8 @@ describe("a thread handed over with summaries in flight", () => {
     const gate = new GatedSummarizer();
     const lines: string[] = [];
     const nc = await connectNats({ url: nats.url, name: "handover-reads-late" });
+    // Summaries alone are saved 2 s after the last (their snapshot after 20 ms): the late write
+    // lands between the two, so the owner has shown summaries it then fails to store.
     const a = await startThreadWorker({
       nc,
       names,
@@ -234,26 +264,85 @@ describe("a thread handed over with summaries in flight", () => {
       summarizer: gate,
       log: recordingLogger(lines),
       snapshotDelayMs: 20,
-      saveDelayMs: 50,
+      saveDelayMs: 2_000,
     });
+    const shown = await snapshotWrites(h, thread);
     try {
       for (let i = 0; i < 14; i++) await publishMessage(h, chatMessage(thread, i));
       await waitFor("every event stored and summaries waiting", async () => {
         const stored = await storedRecord(h, thread);
         return stored?.seen === h.log.get(thread)?.at(-1)?.seq && gate.waitingOf(thread) > 0;
       });
-      // The thread's last owner writes once more (its drain, late): the same record, a new
-      // revision. The slot's next save meets the fence.
       const actors = workerBucketNames(names).actors;
       const kv = await new Kvm(h.js).open(actors);
       const entry = await kv.get(thread);
-      await kv.put(thread, entry?.value ?? new Uint8Array());
       gate.open();
+      await waitSettled(h, [thread], 20_000);
+      expect((await storedRecord(h, thread))?.revision, "summaries not saved yet").toBe(
+        entry?.revision,
+      );
+      // The thread's last owner writes once more (its drain, late): the record as it was, a new
+      // revision. The slot's next save meets the fence; the state loaded again is older than the
+      // snapshot shown.
+      await kv.put(thread, entry?.value ?? new Uint8Array());
       await waitFor("the owner to give the thread up", () =>
         lines.some((l) => l.includes("written by someone else")),
       );
       await settled(h, [thread], [thread], lines);
       await expectMatchesCleanRun(h, [thread], SMALL);
+      expect(wentBack(shown), "snapshots that went back").toEqual([]);
+    } finally {
+      await a.stop().catch(() => {});
+      await nc.close().catch(() => {});
+    }
+  });
+
+  it("is saved once by its drain, whatever asks the slot to save or passivate meanwhile", async () => {
+    const names = { ...uniqueNames(), partitions: PARTITIONS };
+    const { nats } = await mappedNats(scope, names, PARTITIONS);
+    const h = (scope.h = await ownHarness(nats.url, names));
+    const thread = "drain-1";
+    const lines: string[] = [];
+    const nc = await connectNats({ url: nats.url, name: "handover-reads-drain" });
+    // Summaries alone wait a minute to be saved: the drain finds the thread dirty.
+    const a = await startThreadWorker({
+      nc,
+      names,
+      settings: SMALL,
+      summarizer: new FakeSummarizer(),
+      log: recordingLogger(lines),
+      snapshotDelayMs: 20,
+      saveDelayMs: 60_000,
+    });
+    try {
+      for (let i = 0; i < 14; i++) await publishMessage(h, chatMessage(thread, i));
+      await waitFor("summaries applied and not saved", async () => {
+        const core = a.registry.peek(thread)?.core;
+        const stored = await storedRecord(h, thread);
+        return (
+          core !== undefined &&
+          isSettledCore(core) &&
+          stored?.seen === h.log.get(thread)?.at(-1)?.seq &&
+          (await settledOnStore(h, thread)) === false
+        );
+      });
+      // While the drain's save is on its way: what the caught-up check and the idle sweep do.
+      const actorKey = kvSubject(workerBucketNames(names).actors, thread);
+      let saves = 0;
+      const publish = nc.publish.bind(nc);
+      nc.publish = (subject, ...rest) => {
+        if (subject === actorKey && ++saves === 1) {
+          a.registry.saveLingering();
+          a.registry.sweep(0, Date.now() + 3_600_000);
+        }
+        publish(subject, ...rest);
+      };
+      await a.registry.drainWhere((t) => t === thread);
+      // A second loop, had one started, writes within a few turns.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(saves, "actor state writes of the drain").toBe(1);
+      expect(a.metrics.get(METRIC.passivations)).toBe(0);
+      expect(await settledOnStore(h, thread)).toBe(true);
     } finally {
       await a.stop().catch(() => {});
       await nc.close().catch(() => {});
