@@ -1,3 +1,4 @@
+import type { Message } from "../../shared/events.ts";
 import type { IdClaim } from "../../shared/message-ids.ts";
 import { sameThreadSettings, threadSettingsOf } from "../../shared/settings.ts";
 import type { ThreadState } from "../../shared/thread.ts";
@@ -7,7 +8,7 @@ import type { HostedActor } from "./hosted-actor.ts";
 import type { IdClaims } from "./id-claims.ts";
 import { intake, type IntakeCursor } from "./intake.ts";
 import { METRIC } from "./metrics.ts";
-import type { Rejections } from "./rejections.ts";
+import { Rejections } from "./rejections.ts";
 import type { ChatEntry, Item } from "./slot-queue.ts";
 import type { SlotTools } from "./slot-tools.ts";
 import type { SnapshotSchedule } from "./snapshot-schedule.ts";
@@ -28,7 +29,6 @@ export interface BurstParts {
   cursor: IntakeCursor;
   acks: AckLedger;
   ids: IdClaims;
-  rejections: Rejections;
   snapshots: SnapshotSchedule;
   /** Saves the actor state (stored-state.ts). */
   save: () => Promise<void>;
@@ -46,9 +46,15 @@ export interface BurstParts {
  */
 export class BurstApplier {
   readonly #p: BurstParts;
+  /** Made on the first event not applied: most threads never have one. */
+  #rejections: Rejections | undefined;
 
   constructor(parts: BurstParts) {
     this.#p = parts;
+  }
+
+  get #rejected(): Rejections {
+    return (this.#rejections ??= new Rejections(this.#p.tools));
   }
 
   async apply(items: Item[]): Promise<void> {
@@ -57,7 +63,8 @@ export class BurstApplier {
     // Acknowledged by the save that stores their effect (or at once if they have none); listed
     // first so a slot that stops in the middle of the burst knows what it gives up.
     for (const item of items) if (item.kind === "chat") acks.hold(item.msg);
-    const steps = await intake(tools, items, cursor, hosted.state().deleted);
+    const taking = intake(tools, items, cursor, hosted.state().deleted);
+    const steps = Array.isArray(taking) ? taking : await taking;
     const claiming = ids.claim(steps, hosted.state(), cursor.seen);
     const claims = claiming instanceof Map ? claiming : await claiming;
     let chatSeen = false;
@@ -117,7 +124,7 @@ export class BurstApplier {
 
   // Synchronous unless it has a write or a read to wait for (most events): no promise per event.
   #applyChat(entry: ChatEntry, claims: Map<number, IdClaim>): Promise<void> | undefined {
-    const { tools, hosted, cursor, rejections } = this.#p;
+    const { tools, hosted, cursor } = this.#p;
     const { ctx, thread } = tools;
     const metrics = ctx.metrics;
     if (entry.seq <= cursor.seen) {
@@ -128,13 +135,13 @@ export class BurstApplier {
     hosted.dirty = true;
     const event = entry.event;
     const core = hosted.state();
-    if (event.kind === "invalid") return rejections.deadLetter(entry, event.reason);
+    if (event.kind === "invalid") return this.#rejected.deadLetter(entry, event.reason);
     if (core.deleted) {
       if (event.kind === "deleted") {
         metrics.add(METRIC.duplicates, 1, { why: "deleted" });
         return undefined;
       }
-      return rejections.deadLetter(
+      return this.#rejected.deadLetter(
         entry,
         `thread deleted: thread '${thread}' was deleted (thread.deleted up to CHAT sequence ${core.seq}); a deleted thread takes no new messages, use a new thread id`,
       );
@@ -145,30 +152,40 @@ export class BurstApplier {
       return undefined;
     }
     const claim = claims.get(entry.seq);
-    const apply = () => {
-      hosted.send({
-        type: "message.created",
-        message: event.message,
-        seq: entry.seq,
-        ...(claim?.type === "duplicate" ? { firstSeq: claim.firstSeq } : {}),
-      });
-      const skips = hosted.takeSkips();
-      if (skips.length === 0) {
-        metrics.add(METRIC.events, 1, MESSAGE_EVENT);
-        return undefined;
-      }
-      return rejections.skipped(entry, skips);
-    };
+    const firstSeq = claim?.type === "duplicate" ? claim.firstSeq : undefined;
     // The settings a thread runs under are its log's: recorded on HISTORY before the first
     // message applied under them (a new thread's first, or the first after HISTORY_* changed).
+    if (core.count > 0 && sameThreadSettings(core.settings, ctx.settings)) {
+      return this.#applyMessage(entry, event.message, firstSeq);
+    }
     const settings = threadSettingsOf(ctx.settings);
-    if (core.count > 0 && sameThreadSettings(core.settings, settings)) return apply();
     return ctx.history.recordSettings({ thread, from: entry.seq, ...settings }).then(() => {
       if (!sameThreadSettings(hosted.state().settings, settings)) {
         hosted.send({ type: "settings.changed", settings });
       }
-      return apply();
+      return this.#applyMessage(entry, event.message, firstSeq);
     });
+  }
+
+  /** Sends the message to the actor; what it did not apply goes to the rejections. */
+  #applyMessage(
+    entry: ChatEntry,
+    message: Message,
+    firstSeq: number | undefined,
+  ): Promise<void> | undefined {
+    const { hosted, tools } = this.#p;
+    // Two literals, not a spread of an optional field: a spread copy is V8's slow path.
+    hosted.send(
+      firstSeq === undefined
+        ? { type: "message.created", message, seq: entry.seq }
+        : { type: "message.created", message, seq: entry.seq, firstSeq },
+    );
+    const skips = hosted.takeSkips();
+    if (skips.length === 0) {
+      tools.ctx.metrics.add(METRIC.events, 1, MESSAGE_EVENT);
+      return undefined;
+    }
+    return this.#rejected.skipped(entry, skips);
   }
 
   #countStats(before: ThreadState["stats"], after: ThreadState["stats"]): void {

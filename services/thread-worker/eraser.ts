@@ -5,8 +5,8 @@ import type { SlotTools } from "./slot-tools.ts";
 
 /** Purges the thread's CHAT events up to `seen` (dead-lettered ones keep their bytes in DEAD). */
 export async function purgeChat(tools: SlotTools, seen: number): Promise<void> {
-  const { ctx, thread, retry } = tools;
-  await retry("erase the thread's chat events", () =>
+  const { ctx, thread } = tools;
+  await tools.retry("erase the thread's chat events", () =>
     eraseSubject(ctx.jsm, ctx.names.chatStream, ctx.subjects.threadChat(thread), {
       below: seen + 1,
       purge: ctx.purgeBySubject,
@@ -25,17 +25,17 @@ export async function purgeChat(tools: SlotTools, seen: number): Promise<void> {
  * thread without a snapshot.
  */
 export async function eraseThread(tools: SlotTools, seen: number): Promise<void> {
-  const { ctx, thread, retry } = tools;
+  const { ctx, thread } = tools;
   const { jsm, names, subjects, buckets } = ctx;
   const purge = ctx.purgeBySubject;
   await purgeChat(tools, seen);
-  await retry("erase the thread's summaries", () =>
+  await tools.retry("erase the thread's summaries", () =>
     eraseSubject(jsm, names.historyStream, subjects.threadHistory(thread), { purge }),
   );
-  await retry("erase the message id index", () =>
+  await tools.retry("erase the message id index", () =>
     eraseIdIndex(jsm, buckets.names.ids, thread, purge),
   );
-  await retry("erase the snapshot", () =>
+  await tools.retry("erase the snapshot", () =>
     eraseSubject(jsm, kvStream(names.kvBucket), kvSubject(names.kvBucket, thread), { purge }),
   );
 }

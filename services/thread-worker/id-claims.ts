@@ -39,7 +39,7 @@ export class IdClaims {
   ): Map<number, IdClaim> | Promise<Map<number, IdClaim>> {
     const claims = new Map<number, IdClaim>();
     if (core.deleted) return claims;
-    const { ctx, thread, retry } = this.#tools;
+    const { ctx, thread } = this.#tools;
     // Ids of the burst, for the index's claims (the tail's check records them as it goes).
     const firstSeqOf = isTailComplete(core) ? undefined : new Map<string, number>();
     const pending: Promise<void>[] = [];
@@ -62,11 +62,11 @@ export class IdClaims {
       }
       firstSeqOf.set(id, seq);
       pending.push(
-        retry("record the message id", () => claimMessageId(ctx.kv.ids, thread, id, seq)).then(
-          (claim) => {
+        this.#tools
+          .retry("record the message id", () => claimMessageId(ctx.kv.ids, thread, id, seq))
+          .then((claim) => {
             claims.set(seq, claim);
-          },
-        ),
+          }),
       );
     }
     if (pending.length === 0) return claims;
@@ -91,12 +91,13 @@ export class IdClaims {
       return;
     }
     if (isTailComplete(core)) return;
-    const { ctx, thread, retry } = this.#tools;
+    const { ctx, thread } = this.#tools;
     const unclaimed = [...this.#unclaimed];
     await Promise.all(
       unclaimed.map(([id, seq]) =>
-        retry("record the message id", () => claimMessageId(ctx.kv.ids, thread, id, seq)).then(
-          (claim) => {
+        this.#tools
+          .retry("record the message id", () => claimMessageId(ctx.kv.ids, thread, id, seq))
+          .then((claim) => {
             // Applied already (the tail was checked); the index names an earlier copy, which
             // keeps any later copy out just as well.
             if (claim.type === "duplicate" && claim.firstSeq !== seq) {
@@ -104,8 +105,7 @@ export class IdClaims {
                 `message id '${id}' of thread '${thread}' applied at CHAT sequence ${seq} is indexed at ${claim.firstSeq}`,
               );
             }
-          },
-        ),
+          }),
       ),
     );
     for (const [id] of unclaimed) this.#unclaimed.delete(id);

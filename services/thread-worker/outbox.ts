@@ -10,10 +10,10 @@ export async function publishOutbox(
   tools: SlotTools,
   outbox: readonly OutboxNode[],
 ): Promise<void> {
-  const { ctx, thread, retry } = tools;
+  const { ctx, thread } = tools;
   await Promise.all(
     outbox.map((node) =>
-      retry(`publish free node ${node.level}:${node.index} to HISTORY`, () =>
+      tools.retry(`publish free node ${node.level}:${node.index} to HISTORY`, () =>
         ctx.history.publish({
           thread,
           level: node.level,

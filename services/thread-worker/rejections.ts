@@ -31,8 +31,8 @@ export class Rejections {
   }
 
   async deadLetter(entry: ChatEntry, reason: string): Promise<void> {
-    const { ctx, retry } = this.#tools;
-    await retry("publish a dead letter", () =>
+    const { ctx } = this.#tools;
+    await this.#tools.retry("publish a dead letter", () =>
       publishDeadLetter(ctx.js, ctx.names, {
         reason,
         subject: entry.subject,
@@ -56,8 +56,8 @@ export class Rejections {
    * one is an edit the contract has no event for, so it is recorded (not silently dropped).
    */
   async #conflictingDuplicate(message: Message, firstSeq: number): Promise<string | undefined> {
-    const { ctx, retry } = this.#tools;
-    const first = await retry("read the first copy of a re-published message id", () =>
+    const { ctx } = this.#tools;
+    const first = await this.#tools.retry("read the first copy of a re-published message id", () =>
       readChatEvent(ctx.jsm, ctx.names, firstSeq),
     );
     if (first?.event.kind !== "message") return undefined;

@@ -1,29 +1,52 @@
 import { retryInPlace } from "./retry.ts";
 import type { WorkerContext } from "./worker-context.ts";
 
-/** Retries a durable write or read in place until it succeeds or the slot stops. */
-export type Retry = <T>(
-  what: string,
-  fn: () => Promise<T>,
-  isPermanent?: (err: unknown) => boolean,
-) => Promise<T>;
+/**
+ * What every part of a thread's slot works with: the worker, the thread, and a retry that stops
+ * with the slot. One object per slot, its abort signal made on first use: a slot is made for
+ * each thread delivered, and an AbortSignal costs more to make than the rest of the slot.
+ */
+export class SlotTools {
+  readonly ctx: WorkerContext;
+  readonly thread: string;
+  #abort: AbortController | undefined;
+  #stopped = false;
 
-/** What every part of a thread's slot works with: the worker, the thread, a retry that stops with the slot. */
-export interface SlotTools {
-  ctx: WorkerContext;
-  thread: string;
-  retry: Retry;
+  constructor(ctx: WorkerContext, thread: string) {
+    this.ctx = ctx;
+    this.thread = thread;
+  }
+
   /** Aborted when the slot is abandoned: every retry loop and wait stops at once. */
-  signal: AbortSignal;
-}
+  get signal(): AbortSignal {
+    if (!this.#abort) {
+      this.#abort = new AbortController();
+      if (this.#stopped) this.#abort.abort();
+    }
+    return this.#abort.signal;
+  }
 
-export function slotTools(ctx: WorkerContext, thread: string, signal: AbortSignal): SlotTools {
-  const retry: Retry = (what, fn, isPermanent) =>
-    retryInPlace(fn, {
-      what: `${what} (thread '${thread}')`,
-      log: ctx.log,
-      signal,
-      ...(isPermanent ? { isPermanent } : {}),
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** The slot is abandoned: retries and waits stop. */
+  stop(): void {
+    this.#stopped = true;
+    this.#abort?.abort();
+  }
+
+  /** Retries a durable write or read in place until it succeeds or the slot stops. */
+  retry<T>(
+    what: string,
+    fn: () => Promise<T>,
+    isPermanent?: (err: unknown) => boolean,
+  ): Promise<T> {
+    return retryInPlace(fn, {
+      what: `${what} (thread '${this.thread}')`,
+      log: this.ctx.log,
+      signal: this.signal,
+      isPermanent,
     });
-  return { ctx, thread, retry, signal };
+  }
 }

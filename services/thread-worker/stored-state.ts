@@ -46,13 +46,15 @@ export class StoredState {
 
   constructor(
     tools: SlotTools,
-    parts: { acks: AckLedger; ids: IdClaims; snapshots: SnapshotSchedule },
+    acks: AckLedger,
+    ids: IdClaims,
+    snapshots: SnapshotSchedule,
     checkAlive: () => void,
   ) {
     this.#tools = tools;
-    this.#acks = parts.acks;
-    this.#ids = parts.ids;
-    this.#snapshots = parts.snapshots;
+    this.#acks = acks;
+    this.#ids = ids;
+    this.#snapshots = snapshots;
     this.#checkAlive = checkAlive;
   }
 
@@ -61,14 +63,14 @@ export class StoredState {
    * called once a record is found, before it is read back.
    */
   async read(found: () => void): Promise<StoredRead> {
-    const { ctx, thread, retry } = this.#tools;
+    const { ctx, thread } = this.#tools;
     const { buckets, jsm, names } = ctx;
-    const entry = await retry("read actor state", () => buckets.actors.get(thread));
+    const entry = await this.#tools.retry("read actor state", () => buckets.actors.get(thread));
     let restored: StoredRead["restored"];
     if (entry?.operation === "PUT") {
       found();
       const record = parsePersisted(thread, entry.value, buckets.names.actors);
-      const snapshot = await retry(
+      const snapshot = await this.#tools.retry(
         "read the tail and the built nodes back from CHAT and HISTORY",
         () => restoreRecord(jsm, names, ctx.history, record, buckets.names.actors),
         (err) => err instanceof ChatReadError || err instanceof ActorStateError,
@@ -79,7 +81,9 @@ export class StoredState {
     this.#revision = entry?.revision ?? 0;
     // A thread never stored has no snapshot of ours either: its first write creates the key (a
     // snapshot someone else wrote is met by the writer's fence, snapshot-writer.ts).
-    const shown = entry ? await retry("read snapshot", () => buckets.snapshots.get(thread)) : null;
+    const shown = entry
+      ? await this.#tools.retry("read snapshot", () => buckets.snapshots.get(thread))
+      : null;
     this.#snapshots.found(shown);
     return restored ? { entry, restored } : { entry };
   }
@@ -131,8 +135,8 @@ export class StoredState {
   async syncBusy(core: ThreadState): Promise<void> {
     const busy = BusyIndex.isBusy(core);
     if (busy === this.#busyListed) return;
-    const { ctx, thread, retry } = this.#tools;
-    await retry(busy ? "list the thread as busy" : "unlist the thread as busy", () =>
+    const { ctx, thread } = this.#tools;
+    await this.#tools.retry(busy ? "list the thread as busy" : "unlist the thread as busy", () =>
       busy ? ctx.busy.mark(thread) : ctx.busy.unmark(thread),
     );
     this.#busyListed = busy;

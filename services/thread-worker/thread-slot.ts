@@ -13,10 +13,9 @@ import type { IntakeCursor } from "./intake.ts";
 import { errorText } from "./log.ts";
 import { METRIC } from "./metrics.ts";
 import { publishOutbox } from "./outbox.ts";
-import { Rejections } from "./rejections.ts";
 import { StoppedError } from "./retry.ts";
 import { SlotQueue, type Item } from "./slot-queue.ts";
-import { slotTools, type SlotTools } from "./slot-tools.ts";
+import { SlotTools } from "./slot-tools.ts";
 import { SnapshotSchedule } from "./snapshot-schedule.ts";
 import { StoredState } from "./stored-state.ts";
 import type { WorkerContext } from "./worker-context.ts";
@@ -35,8 +34,7 @@ export class ThreadSlot {
   readonly thread: string;
   readonly #ctx: WorkerContext;
   readonly #onEnd: (slot: ThreadSlot, end: SlotEnd) => void;
-  /** Aborted when the slot is abandoned: every retry loop and wait stops at once. */
-  readonly #abort = new AbortController();
+  /** Stopped when the slot is abandoned: every retry loop and wait stops at once. */
   readonly #tools: SlotTools;
   readonly #queue = new SlotQueue();
   readonly #hosted: HostedActor;
@@ -45,6 +43,8 @@ export class ThreadSlot {
   readonly #snapshots: SnapshotSchedule;
   readonly #stored: StoredState;
   readonly #bursts: BurstApplier;
+  /** The scheduled kick, one function per slot rather than a closure per kick. */
+  readonly #kicked: () => void;
   /** Set when the slot passivates with refused nodes waiting: when to try the first again. */
   #retryAt: number | undefined;
 
@@ -66,31 +66,38 @@ export class ThreadSlot {
    */
   #draining = false;
 
+  // A slot is made for every thread delivered: its parts share the slot's tools, and its
+  // callbacks are made here, bound or unnamed (no per-slot spread or named closure, which tsx
+  // wraps in a defineProperty each).
   constructor(thread: string, ctx: WorkerContext, onEnd: (slot: ThreadSlot, end: SlotEnd) => void) {
     this.thread = thread;
     this.#ctx = ctx;
     this.#onEnd = onEnd;
     this.#cursor = { seen: 0, joined: ctx.deliveries.current };
-    this.#tools = slotTools(ctx, thread, this.#abort.signal);
+    this.#kicked = () => {
+      this.#kickScheduled = false;
+      this.#kickNow();
+    };
+    const tools = (this.#tools = new SlotTools(ctx, thread));
     this.#hosted = new HostedActor(ctx, thread, (item) => this.#enqueue(item));
-    this.#ids = new IdClaims(this.#tools);
+    this.#ids = new IdClaims(tools);
     this.#acks = new AckLedger(ctx, () => {
       this.#saveDue = true;
       this.#kick();
     });
-    this.#snapshots = new SnapshotSchedule(this.#tools, () => this.#kick());
-    const parts = { acks: this.#acks, ids: this.#ids, snapshots: this.#snapshots };
-    const checkAlive = () => this.#checkAlive();
-    this.#stored = new StoredState(this.#tools, parts, checkAlive);
+    this.#snapshots = new SnapshotSchedule(tools, () => this.#kick());
+    const checkAlive = this.#checkAlive.bind(this);
+    this.#stored = new StoredState(tools, this.#acks, this.#ids, this.#snapshots, checkAlive);
     this.#bursts = new BurstApplier({
-      ...parts,
-      tools: this.#tools,
+      tools,
       hosted: this.#hosted,
       cursor: this.#cursor,
-      rejections: new Rejections(this.#tools),
-      save: () => this.#save(),
-      erase: () => this.#erase(),
-      publishOutbox: () => this.#publishOutbox(),
+      acks: this.#acks,
+      ids: this.#ids,
+      snapshots: this.#snapshots,
+      save: this.#save.bind(this),
+      erase: this.#erase.bind(this),
+      publishOutbox: this.#publishOutbox.bind(this),
       checkAlive,
     });
   }
@@ -143,12 +150,6 @@ export class ThreadSlot {
     this.#kickScheduled = true;
     this.#ctx.nextTurn.run(this.#kicked);
   }
-
-  /** The scheduled kick, one function per slot rather than a closure per kick. */
-  readonly #kicked = (): void => {
-    this.#kickScheduled = false;
-    this.#kickNow();
-  };
 
   #kickNow(): void {
     if (this.#running || this.#ended) return;
@@ -213,7 +214,7 @@ export class ThreadSlot {
   }
 
   #crashed(err: unknown): void {
-    if (err instanceof StoppedError || this.#abort.signal.aborted) return;
+    if (err instanceof StoppedError || this.#tools.stopped) return;
     const log = this.#ctx.log;
     if (err instanceof ActorStateError && err.code === "OWNERSHIP_LOST") {
       log.warn(err.message, { thread: this.thread });
@@ -250,7 +251,7 @@ export class ThreadSlot {
   }
 
   #stopNow(end: SlotEnd): void {
-    this.#abort.abort();
+    this.#tools.stop();
     void this.#hosted.stopJobs();
     this.#end(end);
   }
