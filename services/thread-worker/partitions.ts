@@ -3,6 +3,7 @@ import {
   DeliverPolicy,
   JetStreamApiCodes,
   JetStreamApiError,
+  type ConsumerInfo,
   type ConsumerMessages,
   type JetStreamClient,
   type JetStreamManager,
@@ -28,7 +29,8 @@ export function notFound(err: unknown): boolean {
  * (Re)creates a partition's consumer at its ack floor, so events its last reader was given and
  * did not acknowledge come again at once, not after the ack wait; those above the floor already
  * applied are skipped by the thread's `seen`. The unpartitioned one starts where the single-mode
- * durable had got to (an upgrade), or at the stream's start.
+ * durable had got to (an upgrade), or at the stream's start. Returns the new consumer's info (no
+ * second request for it: on a cluster each is a round to the consumer's new leader).
  */
 async function openConsumer(
   jsm: JetStreamManager,
@@ -37,7 +39,7 @@ async function openConsumer(
   k: number,
   ackWaitMs: number,
   maxAckPending: number,
-): Promise<string> {
+): Promise<ConsumerInfo> {
   const name = partitionDurable(names, k);
   let floor: number | undefined;
   try {
@@ -55,7 +57,7 @@ async function openConsumer(
       if (!notFound(err)) throw err;
     }
   }
-  await jsm.consumers.add(names.chatStream, {
+  return jsm.consumers.add(names.chatStream, {
     durable_name: name,
     description:
       k === UNPARTITIONED
@@ -70,7 +72,6 @@ async function openConsumer(
     max_ack_pending: maxAckPending,
     max_deliver: -1,
   });
-  return name;
 }
 
 export interface PartitionConsumerOptions {
@@ -152,8 +153,9 @@ export class PartitionConsumers {
   async #open(k: number): Promise<void> {
     if (this.#reading.has(k)) return;
     const { ackWaitMs, maxAckPending, route, failed } = this.#options;
-    const name = await openConsumer(this.#jsm, this.#names, this.#s, k, ackWaitMs, maxAckPending);
-    const consumer = await this.#js.consumers.get(this.#names.chatStream, name);
+    const info = await openConsumer(this.#jsm, this.#names, this.#s, k, ackWaitMs, maxAckPending);
+    const name = info.name;
+    const consumer = this.#js.consumers.getConsumerFromInfo(info);
     const messages = await consumer.consume({ max_messages: Math.min(256, maxAckPending) });
     const reading: Reading = {
       name,

@@ -67,6 +67,14 @@ export class StoredState {
     const { buckets, jsm, names } = ctx;
     const entry = await this.#tools.retry("read actor state", () => buckets.actors.get(thread));
     let restored: StoredRead["restored"];
+    // A thread never stored has no snapshot of ours either: its first write creates the key (a
+    // snapshot someone else wrote is met by the writer's fence, snapshot-writer.ts). A stored
+    // one's snapshot is read while its tail and nodes are: one leader round less per load.
+    const reading = entry
+      ? this.#tools.retry("read snapshot", () => buckets.snapshots.get(thread))
+      : null;
+    // Awaited below; a restore that throws first must not leave its failure unhandled.
+    reading?.catch(() => undefined);
     if (entry?.operation === "PUT") {
       found();
       const record = parsePersisted(thread, entry.value, buckets.names.actors);
@@ -79,11 +87,7 @@ export class StoredState {
       ctx.metrics.add(METRIC.rehydrations);
     }
     this.#revision = entry?.revision ?? 0;
-    // A thread never stored has no snapshot of ours either: its first write creates the key (a
-    // snapshot someone else wrote is met by the writer's fence, snapshot-writer.ts).
-    const shown = entry
-      ? await this.#tools.retry("read snapshot", () => buckets.snapshots.get(thread))
-      : null;
+    const shown = await reading;
     this.#snapshots.found(shown);
     return restored ? { entry, restored } : { entry };
   }
@@ -126,9 +130,13 @@ export class StoredState {
     hosted.dirty = false;
     ctx.metrics.add(METRIC.stateSaves);
     this.#acks.ack(acks);
-    if (BusyIndex.isBusy(hosted.state()) !== this.#busyListed) await this.syncBusy(hosted.state());
-    // The outline of what was just stored: written now unless one was written very recently.
-    if (hadChat) await this.#snapshots.afterSave(() => hosted.state());
+    // The busy index and the outline of what was just stored (written now unless one was
+    // written very recently): two buckets, written at once (each an R3 write on a cluster).
+    const core = hosted.state();
+    const busy = BusyIndex.isBusy(core) !== this.#busyListed ? this.syncBusy(core) : undefined;
+    const shown = hadChat ? this.#snapshots.afterSave(() => hosted.state()) : undefined;
+    if (busy && shown) await Promise.all([busy, shown]);
+    else await (busy ?? shown);
   }
 
   /** Lists the thread in the busy index while its stored state has work outstanding. */
