@@ -129,6 +129,7 @@ function routeFrom(from: Activity) {
 const threadEvents = {
   "message.created": { actions: apply },
   "summary.built": { actions: apply },
+  "summaries.built": { actions: apply },
   "summary.failed": { actions: apply },
   "jobs.resume": { actions: apply },
   "outbox.published": { actions: apply },

@@ -39,6 +39,11 @@ export type ThreadEvent =
   | ChatLogEvent
   /** The summarizer's answer for a node the thread asked for. */
   | ({ type: "summary.built"; text: string } & NodeRef)
+  /**
+   * Several answers that came back together, applied in order as `summary.built` each, then
+   * one hand-out of jobs and one snapshotChanged: one step for a burst of them.
+   */
+  | { type: "summaries.built"; nodes: readonly BuiltNode[] }
   | ({ type: "summary.failed"; reason: string } & NodeRef)
   /** After a restore: summaries that were in flight are asked again. */
   | { type: "jobs.resume" }
@@ -46,6 +51,9 @@ export type ThreadEvent =
   | { type: "outbox.published"; count: number }
   /** The thread runs under these line, tail and outline settings from its next event on. */
   | { type: "settings.changed"; settings: ThreadSettings };
+
+/** A summary's answer for a node. */
+export type BuiltNode = { text: string } & NodeRef;
 
 /** A message the thread did not apply, and why. */
 export type Skip = Exclude<AppendOutcome, { type: "applied" }>;
@@ -87,6 +95,13 @@ export function step(core: ThreadState, event: ThreadEvent): Step {
     }
     case "summary.built":
       core = summaryBuilt(core, { level: event.level, index: event.index }, event.text).state;
+      core = dispatch(core, effects);
+      effects.push(changed(core));
+      break;
+    case "summaries.built":
+      for (const node of event.nodes) {
+        core = summaryBuilt(core, { level: node.level, index: node.index }, node.text).state;
+      }
       core = dispatch(core, effects);
       effects.push(changed(core));
       break;

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { claimId } from "../shared/message-ids.ts";
+import type { NodeRef } from "../shared/names.ts";
 import { step, type Effect } from "../shared/step.ts";
 import { initialThreadState, type ThreadState } from "../shared/thread.ts";
 import { makeMessage } from "./support/conversation.ts";
@@ -84,5 +85,45 @@ describe("the step", () => {
     expect(claimId(ids, "a", 4)).toEqual({ type: "new" });
     expect(claimId(ids, "a", 4)).toEqual({ type: "new" });
     expect(claimId(ids, "a", 7)).toEqual({ type: "duplicate", firstSeq: 4 });
+  });
+});
+
+/** Messages folded with every job answered as it is asked for: one event each, or together. */
+function answered(count: number, together: boolean): ThreadState {
+  let core = initialThreadState("s2", settings);
+  let asked: NodeRef[] = [];
+  const take = (effects: Effect[]) => {
+    for (const e of effects) if (e.type === "requestSummary") asked.push(e.job);
+  };
+  for (let i = 0; i < count; i++) {
+    const message = makeMessage("s2", i, `message ${i} `.repeat(1 + (i % 9)));
+    const next = step(core, { type: "message.created", message, seq: i + 1 });
+    core = next.core;
+    take(next.effects);
+    while (asked.length > 0) {
+      const nodes = asked.map(({ level, index }) => ({ level, index, text: `s${level}:${index}` }));
+      asked = [];
+      for (const event of together
+        ? [{ type: "summaries.built" as const, nodes }]
+        : nodes.map((n) => ({ type: "summary.built" as const, ...n }))) {
+        const built = step(core, event);
+        core = built.core;
+        take(built.effects);
+      }
+    }
+  }
+  return core;
+}
+
+describe("summaries.built", () => {
+  it("leaves the thread as the same answers sent one event each do", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 160 }), (count) => {
+        const one = answered(count, false);
+        expect(answered(count, true)).toEqual(one);
+        if (count > 120) expect(one.boundary).toBeGreaterThan(0);
+      }),
+      { numRuns: 40 },
+    );
   });
 });

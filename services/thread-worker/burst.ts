@@ -1,6 +1,7 @@
 import type { Message } from "../../shared/events.ts";
 import type { IdClaim } from "../../shared/message-ids.ts";
 import { sameThreadSettings, threadSettingsOf } from "../../shared/settings.ts";
+import type { BuiltNode } from "../../shared/step.ts";
 import type { ThreadState } from "../../shared/thread.ts";
 import type { AckLedger } from "./acks.ts";
 import { purgeChat } from "./eraser.ts";
@@ -68,11 +69,28 @@ export class BurstApplier {
     const claiming = ids.claim(steps, hosted.state(), cursor.seen);
     const claims = claiming instanceof Map ? claiming : await claiming;
     let chatSeen = false;
+    // Summaries that came back together go to the actor as one event (one step, one hand-out of
+    // jobs, one transition): with every message summarized, an event each was most of the
+    // actor's events (bench e2e heavy).
+    let built: BuiltNode[] = [];
+    const sendBuilt = () => {
+      const [only] = built;
+      if (!only) return;
+      hosted.send(
+        built.length === 1
+          ? { type: "summary.built", ...only }
+          : { type: "summaries.built", nodes: built },
+      );
+      built = [];
+    };
     for (const step of steps) {
       if (step.kind === "built") {
         const { level, index } = step.ref;
-        hosted.send({ type: "summary.built", level, index, text: step.text });
-      } else if (step.kind === "failed") {
+        built.push({ level, index, text: step.text });
+        continue;
+      }
+      sendBuilt();
+      if (step.kind === "failed") {
         const { level, index } = step.ref;
         hosted.send({ type: "summary.failed", level, index, reason: step.reason });
       } else {
@@ -81,6 +99,7 @@ export class BurstApplier {
         if (writing) await writing;
       }
     }
+    sendBuilt();
     const erased = hosted.erasedAt !== undefined;
     if (erased) await this.#p.erase();
     else if (chatSeen && hosted.state().deleted) await purgeChat(tools, cursor.seen);
