@@ -74,13 +74,13 @@ const NO_EFFECTS: readonly Effect[] = Object.freeze([]);
 // Not Infinity: the context is persisted as JSON.
 const DEFAULT_BACKLOG_LIMIT = Number.MAX_SAFE_INTEGER;
 
-function initialContext(input: ThreadInput): ThreadContext {
+function initialContext(input: ThreadInput, hosted = input.hosted === true): ThreadContext {
   return {
     version: SNAPSHOT_VERSION,
     core: initialThreadState(input.thread, input.settings, input.complete ?? true),
     waitingFor: null,
     backlogLimit: input.backlogLimit ?? DEFAULT_BACKLOG_LIMIT,
-    hosted: input.hosted === true,
+    hosted,
     effects: NO_EFFECTS,
   };
 }
@@ -201,7 +201,7 @@ export type ThreadMachine = typeof threadMachine;
  * `loaded` cost a fresh worker about 0.1 ms per new thread, their code still cold.
  */
 export function newThreadSnapshot(input: ThreadInput): Snapshot<unknown> {
-  const context = initialContext({ ...input, hosted: true });
+  const context = initialContext(input, true);
   return {
     status: "active",
     output: undefined,
