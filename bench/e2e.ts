@@ -363,6 +363,9 @@ async function runVariant(variant: Variant): Promise<Record<string, number>> {
     );
     const cpus = (xs: Measured[]) => xs.map((x) => cpuS(x.childCpuMs)).join(", ");
     console.log(`  worker CPU s per round: ours ${cpus(ourRounds)}; base ${cpus(baseRounds)}`);
+    // The writes each side makes per message: a different save or snapshot rate is a cost of its own.
+    const writes = (xs: { perMessage: string }[]) => xs.map((x) => x.perMessage).join(" | ");
+    console.log(`  per message, per round: ours ${writes(ourRounds)}; base ${writes(baseRounds)}`);
   }
   const pairRatios = ourRounds.map((o, i) => (raws[i] as Measured).ms / o.ms).sort((a, b) => a - b);
   const pairMedian = Number((pairRatios[Math.floor(pairRatios.length / 2)] ?? NaN).toFixed(3));
