@@ -68,10 +68,12 @@ function checkInput(partitions: number, members: readonly Member[]): void {
 /**
  * The owner of each partition (index = partition), or an empty list without members.
  * Rendezvous hashing bounded by capacity: a partition goes to the member that ranks it highest
- * among those not yet full, full meaning its share of the partitions rounded up. So each
- * partition has exactly one owner, the load is even to within one partition, the answer does
- * not depend on the order of `members`, and a join or leave moves few partitions (about the
- * share of the member that came or went; see test/ownership.unit.test.ts for the bound).
+ * among those not yet full. A member's quota is its share of the partitions rounded down, plus
+ * one while the rounded-off remainder lasts (a cap of the share rounded up alone let the first
+ * members fill up and left the last one a partition: 6 × 6 and 1 of 37). So each partition has
+ * exactly one owner, every member is within one partition of its share, the answer does not
+ * depend on the order of `members`, and a join or leave moves few partitions (about the share of
+ * the member that came or went; see test/ownership.unit.test.ts for the bound).
  */
 export function assignPartitions(partitions: number, members: readonly Member[]): string[] {
   checkInput(partitions, members);
@@ -79,8 +81,11 @@ export function assignPartitions(partitions: number, members: readonly Member[])
   const sorted = [...members].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const total = sorted.reduce((sum, m) => sum + (m.capacity ?? 1), 0);
   const room = new Map(
-    sorted.map((m) => [m.id, Math.ceil((partitions * (m.capacity ?? 1)) / total)] as const),
+    sorted.map((m) => [m.id, Math.floor((partitions * (m.capacity ?? 1)) / total)] as const),
   );
+  // The partitions the rounding down left over: one more each for the members that reach them.
+  let extra = partitions - [...room.values()].reduce((sum, r) => sum + r, 0);
+  const tookExtra = new Set<string>();
   // Every (partition, member) pair by score, best first; each partition takes the best member
   // that still has room. Ties (never in practice) break by partition then id, so it stays pure.
   const pairs: { p: number; id: string; s: number }[] = [];
@@ -93,9 +98,12 @@ export function assignPartitions(partitions: number, members: readonly Member[])
     if (left === 0) break;
     if (owners[p] !== undefined) continue;
     const r = room.get(id) ?? 0;
-    if (r === 0) continue;
+    if (r > 0) room.set(id, r - 1);
+    else if (extra > 0 && !tookExtra.has(id)) {
+      extra--;
+      tookExtra.add(id);
+    } else continue;
     owners[p] = id;
-    room.set(id, r - 1);
     left--;
   }
   return owners as string[];

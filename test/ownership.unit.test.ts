@@ -60,6 +60,7 @@ describe("assignPartitions", () => {
         const counts = members.map((m) => partitionsOf(owners, m.id).length);
         expect(counts.reduce((a, b) => a + b, 0)).toBe(n);
         expect(Math.max(...counts)).toBeLessThanOrEqual(Math.ceil(n / members.length));
+        expect(Math.min(...counts)).toBeGreaterThanOrEqual(Math.floor(n / members.length));
       }),
       { numRuns: runs },
     );

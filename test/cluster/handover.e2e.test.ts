@@ -24,7 +24,7 @@ describe("partitioned workers on one server", () => {
     const b = spawnWorker(nats.url, names, SMALL);
     scope.processes.push(b);
     await b.ready();
-    // The assignment gives each member its share rounded up: 4 and 4.
+    // The assignment gives each member its share: 4 and 4.
     await waitFor("the members to split the partitions", async () => {
       const v = await view();
       return v.members.length === 2 && v.members.every((m) => m.partitions.length === 4);
