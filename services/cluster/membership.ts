@@ -167,6 +167,9 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
     if (cutOff) [cutOff, countFrom] = [false, Date.now()];
   };
 
+  const letGoFailed = (k: number, err: unknown) =>
+    log.warn(`cluster: could not let go of partition ${k}: ${(err as Error).message}`);
+
   const onEntry = (e: KvWatchEntry) => {
     seenRevision = Math.max(seenRevision, e.revision);
     if (e.key.startsWith("member.")) {
@@ -296,7 +299,8 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
           await kv
             .delete(leaseKey(k), rev === undefined ? {} : { previousSeq: rev })
             .then(() => holders.delete(k))
-            .catch(() => undefined);
+            // Left to the others' failover: say so, a move that should have been at once.
+            .catch((err: unknown) => letGoFailed(k, err));
         }),
       );
       log.info(`cluster: handed over partitions ${plan.release.join(",")}`);
@@ -400,7 +404,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
             const rev = mine.get(k);
             return kv
               .delete(leaseKey(k), rev === undefined ? {} : { previousSeq: rev })
-              .catch(() => undefined);
+              .catch((err: unknown) => letGoFailed(k, err));
           }),
         );
         owned.clear();

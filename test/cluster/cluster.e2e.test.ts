@@ -284,6 +284,18 @@ async function expectClean(
 }
 
 const load = () => loadavg()[0]?.toFixed(1);
+/** Each instance's own account of its leases, for a failure's message: who took what, and why. */
+const clusterLog = (instances: Instance[]) =>
+  instances
+    .map(
+      (i) =>
+        `--- ${i.memberId() ?? `port ${i.port}`}:\n${i.output
+          .split("\n")
+          .filter((l) => l.includes("cluster:"))
+          .slice(-30)
+          .join("\n")}`,
+    )
+    .join("\n");
 const moveTimes = (moves: LeaseMove[]) =>
   moves.map((m) => `${m.partition}: ${m.ms} ms`).join(", ") || "none";
 
@@ -349,8 +361,12 @@ describe("many instances on a 3-node cluster (SPEC §9)", () => {
       // It got its share by hand-over: each partition let go by its holder, then taken.
       const moves = leaseMoves(watched.leases);
       const joined = moves.filter((m) => m.to === fourth.memberId());
-      expect(joined).toHaveLength(PARTITIONS / 4);
-      expect(moves.filter((m) => m.takenOver)).toEqual([]);
+      const log = clusterLog([...three, fourth]);
+      expect(
+        moves.filter((m) => m.takenOver),
+        log,
+      ).toEqual([]);
+      expect(joined, log).toHaveLength(PARTITIONS / 4);
       console.log(`(b) join: release → take per partition ${moveTimes(joined)} (load ${load()})`);
       clock.print();
     },
@@ -383,6 +399,7 @@ describe("many instances on a 3-node cluster (SPEC §9)", () => {
     async () => {
       const { clock, hh, started, threads } = await begin("d", 3, 60);
       let live = started;
+      const all = [...started];
       const watched = await watchAll(hh);
       let next = 0;
       const step = 8;
@@ -400,6 +417,7 @@ describe("many instances on a 3-node cluster (SPEC §9)", () => {
         expect(old.output).toContain("cluster: handed over partitions");
         const fresh = await start(names.d);
         live = [...live.slice(1), fresh];
+        all.push(fresh);
         await fresh.ready();
         clock.lap(`round ${round + 1}`);
       }
@@ -408,7 +426,10 @@ describe("many instances on a 3-node cluster (SPEC §9)", () => {
       // Every partition moved by hand-over: nothing was taken from a member judged dead, so no
       // thread waited for a lease to time out.
       const moves = leaseMoves(watched.leases);
-      expect(moves.filter((m) => m.takenOver)).toEqual([]);
+      expect(
+        moves.filter((m) => m.takenOver),
+        clusterLog(all),
+      ).toEqual([]);
       for (const [r, { member, termAt, drainMs }] of rounds.entries()) {
         // Its moves since the SIGTERM (not those it made earlier, as others joined).
         const handed = moves.filter((m) => m.from === member && m.at >= termAt);
