@@ -340,8 +340,12 @@ describe("many instances on a 3-node cluster (SPEC §9)", () => {
           `(OUTLINE_FAILOVER_MS ${DEFAULT_FAILOVER_MS}, load average ${load()})`,
       );
       const v = await i1.cluster();
-      expect(v.members.filter((m) => m.live && m.partitions.length > 0)).toHaveLength(2);
-      expect(Object.values(v.leases)).not.toContain(victim);
+      const seen = `victim ${victim}; /cluster: ${JSON.stringify(v)}\n${clusterLog([i1, i2])}`;
+      expect(
+        v.members.filter((m) => m.live && m.partitions.length > 0),
+        seen,
+      ).toHaveLength(2);
+      expect(Object.values(v.leases), seen).not.toContain(victim);
       clock.print();
     },
     CASE_MS,
