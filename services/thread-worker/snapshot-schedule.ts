@@ -1,5 +1,5 @@
 import type { KvEntry } from "@nats-io/kv";
-import { toSnapshot } from "../../shared/snapshot.ts";
+import { toSnapshot, type OutlineSnapshot } from "../../shared/snapshot.ts";
 import type { ThreadState } from "../../shared/thread.ts";
 import type { SlotTools } from "./slot-tools.ts";
 import { notOlder, parseSnapshot, writeSnapshot } from "./snapshot-writer.ts";
@@ -23,7 +23,7 @@ export class SnapshotSchedule {
    * shows summaries before it saves them: one that lost the fence or died before its save
    * leaves a snapshot newer than the state loaded here, which must not be written over it.
    */
-  #found: Uint8Array | undefined;
+  #found: Partial<OutlineSnapshot> | undefined;
   #timer: NodeJS.Timeout | undefined;
   /** When the waiting timer fires. */
   #at = 0;
@@ -62,7 +62,8 @@ export class SnapshotSchedule {
   /** The thread's key as the slot found it on load (null: never written). */
   found(entry: KvEntry | null): void {
     this.revision = entry?.revision ?? 0;
-    this.#found = entry?.operation === "PUT" ? entry.value : undefined;
+    // Parsed once here, not on each write while the thread catches up.
+    this.#found = entry?.operation === "PUT" ? parseSnapshot(entry.value) : undefined;
   }
 
   async write(core: ThreadState): Promise<void> {
@@ -71,7 +72,7 @@ export class SnapshotSchedule {
     const snapshot = toSnapshot(core);
     if (this.#found) {
       // Still behind what the last owner showed: written once the thread has caught up.
-      if (!notOlder(snapshot, parseSnapshot(this.#found))) return;
+      if (!notOlder(snapshot, this.#found)) return;
       this.#found = undefined;
     }
     this.#lastAt = Date.now();
