@@ -188,6 +188,30 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
     }
   };
 
+  /**
+   * Leases the bucket says are ours that this member does not hold: a take whose answer was lost
+   * (a write stored, its reply timed out on a loaded cluster). Left so, the partition was never
+   * read and never let go. Each is read once more from the bucket's leader; those still ours are
+   * recorded as our own writes, for the plan to keep (read them) or release.
+   */
+  const leasesFound = async (): Promise<number[]> => {
+    const found: number[] = [];
+    for (const [k, h] of holders) {
+      if (h.member !== id || owned.has(k)) continue;
+      const entry = await kv.get(leaseKey(k));
+      if (entry) leaseRevisions.set(k, Math.max(leaseRevisions.get(k) ?? 0, entry.revision));
+      const member = entry?.operation === "PUT" ? entry.json<{ member: string }>().member : "";
+      if (!entry || !member) holders.delete(k);
+      else holders.set(k, { member, revision: entry.revision });
+      if (entry && member === id) {
+        mine.set(k, entry.revision);
+        found.push(k);
+      }
+    }
+    if (found.length > 0) log.warn(`cluster: found partitions ${found.join(",")} leased to us`);
+    return found;
+  };
+
   let lastPlan: LeasePlan | undefined;
   // Reconciles one at a time; an event during a run asks for one more run after it.
   let running: Promise<void> | undefined;
@@ -275,6 +299,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
         }
       }
     }
+    const found = await leasesFound();
     const held = new Map<number, string>();
     for (const [k, h] of holders) held.set(k, h.member);
     const plan = planLeases(id, partitions, live, held, heard);
@@ -307,8 +332,10 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
       await beat();
     }
     // A leaving member lets go of everything (the assignment leaves it out) and takes nothing.
-    if (plan.acquire.length > 0 && !leaving) {
-      const taken: number[] = [];
+    // Leases found ours that the plan keeps are taken with the plan's (the others it released).
+    const kept = leaving ? [] : found.filter((k) => !plan.release.includes(k));
+    if ((plan.acquire.length > 0 || kept.length > 0) && !leaving) {
+      const taken: number[] = [...kept];
       let takeover = false;
       await Promise.all(
         plan.acquire.map(async (k) => {
