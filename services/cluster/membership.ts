@@ -395,6 +395,14 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
   await current;
   await beat();
   initialized = true;
+  // Beating from the first plan on: opening its partitions' consumers can outlast the failover
+  // time on a loaded cluster, and a member silent meanwhile would have them taken over.
+  const timer = setInterval(() => {
+    void beat().catch((err: unknown) =>
+      log.warn(`cluster: heartbeat failed: ${(err as Error).message}`),
+    );
+    kick();
+  }, beatMs);
   kick();
   // The start line says which partitions it took: the first plan is carried out before return,
   // and partitions others hand over to it are waited for a moment (they drain first).
@@ -403,12 +411,6 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
     if (!lastPlan || lastPlan.waiting.length === 0) break;
     await new Promise((r) => setTimeout(r, 50));
   }
-  const timer = setInterval(() => {
-    void beat().catch((err: unknown) =>
-      log.warn(`cluster: heartbeat failed: ${(err as Error).message}`),
-    );
-    kick();
-  }, beatMs);
 
   return {
     id,

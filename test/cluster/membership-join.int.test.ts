@@ -1,0 +1,111 @@
+import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  joinCluster,
+  openClusterBucket,
+  type Membership,
+  type MembershipOptions,
+} from "../../services/cluster/membership.ts";
+import { connectNats } from "../../services/nats/connect.ts";
+import type { InfraNames } from "../../services/config/names.ts";
+import { faultScope, startOwnNats } from "../faults/support.ts";
+import { uniqueNames, waitFor } from "../support/thread-worker.ts";
+
+// A member taking its partitions on a loaded cluster: a lease's reply can be lost after the
+// write was stored, and opening the partitions' consumers can outlast the failover time.
+const scope = faultScope();
+let nc: NatsConnection | undefined;
+let member: Membership | undefined;
+afterEach(async () => {
+  member?.abandon();
+  member = undefined;
+  await nc?.close();
+  nc = undefined;
+});
+
+/** One member joining 2 partitions on a server of the test's own. */
+async function join(
+  wrap: (js: JetStreamClient) => JetStreamClient,
+  overrides: Partial<MembershipOptions>,
+): Promise<{ m: Membership; names: InfraNames; js: JetStreamClient }> {
+  const nats = (scope.nats = await startOwnNats());
+  const names = uniqueNames();
+  nc = await connectNats({ url: nats.url, name: "member" });
+  const js = jetstream(nc);
+  member = await joinCluster({
+    js: wrap(js),
+    names,
+    partitions: 2,
+    replicas: 1,
+    failoverMs: 1_000,
+    log: { info: () => {}, warn: () => {} },
+    stats: () => ({ threads: 0, lag: 0 }),
+    acquire: () => Promise.resolve(),
+    release: () => Promise.resolve(),
+    ...overrides,
+  });
+  return { m: member, names, js };
+}
+
+/** `js` whose first publish to a subject ending in `suffix` is stored, then reported failed. */
+function losingFirstReply(js: JetStreamClient, suffix: string): JetStreamClient {
+  let lost = false;
+  return new Proxy(js, {
+    get(target, prop) {
+      if (prop === "publish")
+        return async (...args: Parameters<JetStreamClient["publish"]>) => {
+          const ack = await target.publish(...args);
+          if (lost || !args[0].endsWith(suffix)) return ack;
+          lost = true;
+          throw new Error("TIMEOUT (the reply was lost)");
+        };
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === "function" ? (value as () => unknown).bind(target) : value;
+    },
+  });
+}
+
+describe("a member taking its partitions", () => {
+  // CI's case (b) of the cluster test hung so: the lease was stored, the member never read it.
+  it("reads a partition whose lease reply was lost, and lets it go on leaving", async () => {
+    const acquired: number[] = [];
+    const warnings: string[] = [];
+    const { m, names, js } = await join((js) => losingFirstReply(js, ".lease.1"), {
+      log: { info: () => {}, warn: (line) => warnings.push(line) },
+      acquire: (ks) => {
+        acquired.push(...ks);
+        return Promise.resolve();
+      },
+    });
+    await waitFor("lease 1 to be read", () => m.owned().length === 2, 10_000);
+    expect(acquired.sort(), "each partition opened once").toEqual([0, 1]);
+    expect(warnings.join("\n")).toContain("found partitions 1 leased to us");
+    await m.leave();
+    const kv = await openClusterBucket(js, names, 1);
+    for (const k of [0, 1])
+      expect((await kv.get(`lease.${k}`))?.operation, `lease ${k} after leaving`).toBe("DEL");
+  });
+
+  // CI's case (d): a joining member opened its consumers for over the failover time without a
+  // heartbeat, and another member took its partitions over as from the dead.
+  it("beats while its first partitions open, however long that takes", async () => {
+    let opened: () => void = () => undefined;
+    const opening = new Promise<void>((resolve) => (opened = resolve));
+    const beats: number[] = [];
+    let beatsAtOpen = -1;
+    const joining = join((js) => js, {
+      acquire: () => opening,
+      stats: () => {
+        beats.push(Date.now());
+        return { threads: 0, lag: 0 };
+      },
+    });
+    // Three failover times of opening: a silent member is dead after one.
+    await new Promise((r) => setTimeout(r, 3_000));
+    beatsAtOpen = beats.length;
+    opened();
+    await joining;
+    expect(beatsAtOpen, "heartbeats while the first partitions opened").toBeGreaterThan(2);
+  });
+});
