@@ -14,15 +14,21 @@ import {
 import { workerScope } from "./support/worker-scope.ts";
 
 const scope = workerScope();
+/** No other call for this long: the thread has nothing left to summarize but the refused. */
+const QUIET_MS = 500;
 
 /**
- * The fake summarizer, refusing (a terminal error, as a 400 is) its first `refuse` calls. It
+ * The fake summarizer, refusing (a terminal error, as a 400 is) its first `refuse` calls. A
+ * refusal is held until every other call has been answered and none came for a while, so the
+ * refused nodes are all the thread has left to do when they fail, however slow the host. It
  * notes when it refused last and, at the first call again for a node it refused, when that came
  * and how many passivations the worker had made by then: the test reads the order of events.
  */
 class RefusingSummarizer extends FakeSummarizer {
   refused = 0;
   readonly #refusedNodes = new Set<string>();
+  #othersInFlight = 0;
+  #lastOtherAt = 0;
   lastRefusalAt = 0;
   passivationsAtLastRefusal = -1;
   retryAt = 0;
@@ -38,6 +44,8 @@ class RefusingSummarizer extends FakeSummarizer {
     if (this.refused < this.refuse) {
       this.refused += 1;
       this.#refusedNodes.add(job.name);
+      while (this.#othersInFlight > 0 || Date.now() - this.#lastOtherAt < QUIET_MS)
+        await new Promise((r) => setTimeout(r, 50));
       this.lastRefusalAt = Date.now();
       this.passivationsAtLastRefusal = this.passivations();
       throw new SummarizerError("BAD_REQUEST", "refused (test)", { terminal: true, status: 400 });
@@ -46,7 +54,13 @@ class RefusingSummarizer extends FakeSummarizer {
       this.retryAt = Date.now();
       this.passivationsAtRetry = this.passivations();
     }
-    return super.summarize(job, signal);
+    this.#othersInFlight += 1;
+    try {
+      return await super.summarize(job, signal);
+    } finally {
+      this.#othersInFlight -= 1;
+      this.#lastOtherAt = Date.now();
+    }
   }
 }
 
