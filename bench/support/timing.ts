@@ -1,5 +1,4 @@
-// Sequential HTTP timings for the benches that ask a server of their own (explorer; prompt.ts
-// has its own copy of these from before).
+// Sequential HTTP timings for the benches that ask a server of their own (explorer, prompt).
 import { request, type Agent } from "node:http";
 import { performance } from "node:perf_hooks";
 
@@ -21,19 +20,27 @@ export async function timed(count: number, fn: () => Promise<unknown>): Promise<
   return times.sort((a, b) => a - b);
 }
 
-/** GET on 127.0.0.1; the body as text, or a rejection naming a status other than 200. */
-export function getText(agent: Agent, port: number, path: string): Promise<string> {
+/**
+ * GET on 127.0.0.1; the body's chunks as they arrived (neither joined nor decoded: what any
+ * client must do, and no more), or a rejection naming a status other than 200.
+ */
+export function getBytes(agent: Agent, port: number, path: string): Promise<Buffer[]> {
   return new Promise((resolve, reject) => {
     const req = request({ host: "127.0.0.1", port, path, agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
       res.on("end", () =>
         res.statusCode === 200
-          ? resolve(Buffer.concat(chunks).toString("utf8"))
+          ? resolve(chunks)
           : reject(new Error(`GET ${path} answered ${res.statusCode}`)),
       );
     });
     req.on("error", reject);
     req.end();
   });
+}
+
+/** GET on 127.0.0.1; the body as text, or a rejection naming a status other than 200. */
+export async function getText(agent: Agent, port: number, path: string): Promise<string> {
+  return Buffer.concat(await getBytes(agent, port, path)).toString("utf8");
 }
