@@ -47,6 +47,8 @@ export interface MembershipOptions {
   replicas: number;
   failoverMs?: number;
   capacity?: number;
+  /** About to write the leases of partitions it will take: reads ahead that need no lease. */
+  prepare?(partitions: number[]): void;
   /** Takes partitions: start reading them. `takeover`: their last holder died. */
   acquire(partitions: number[], takeover: boolean): Promise<void>;
   /** Gives partitions up: stop reading them and save their threads; resolves when done. */
@@ -337,6 +339,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
     if ((plan.acquire.length > 0 || kept.length > 0) && !leaving) {
       const taken: number[] = [...kept];
       let takeover = false;
+      options.prepare?.(plan.acquire);
       await Promise.all(
         plan.acquire.map(async (k) => {
           const value = JSON.stringify({ member: id, since: new Date().toISOString() });

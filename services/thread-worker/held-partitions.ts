@@ -9,6 +9,9 @@ import type { ThreadRegistry } from "./registry.ts";
 import { retryInPlace } from "./retry.ts";
 import type { WorkerContext } from "./worker-context.ts";
 
+/** Events stored before the mapping are read by the holder of partition 0. */
+const withUnpartitioned = (ks: number[]) => (ks.includes(0) ? [UNPARTITIONED, ...ks] : ks);
+
 export interface HeldPartitions {
   readonly membership: Membership;
   /** Gives every lease up at once (each partition drains first), so the others take them. */
@@ -75,9 +78,12 @@ export async function holdPartitions(parts: {
     ...(parts.capacity === undefined ? {} : { capacity: parts.capacity }),
     log,
     stats: () => ({ threads: registry.size, lag: lastLag }),
+    // The consumers are read while the leases are written: taking one then only creates.
+    prepare: (ks) => {
+      for (const k of withUnpartitioned(ks)) consumers.prepare(k);
+    },
     acquire: async (ks) => {
-      // Events stored before the mapping are read by the holder of partition 0.
-      const opening = ks.includes(0) ? [UNPARTITIONED, ...ks] : ks;
+      const opening = withUnpartitioned(ks);
       // A lease held must be read: opening is retried until it works or the worker stops.
       await Promise.all(
         opening.map((k) =>
@@ -93,7 +99,7 @@ export async function holdPartitions(parts: {
       for (const thread of busy) if (ours(thread)) registry.wake(thread);
     },
     release: async (ks) => {
-      const closing = ks.includes(0) ? [UNPARTITIONED, ...ks] : ks;
+      const closing = withUnpartitioned(ks);
       await Promise.all(closing.map((k) => consumers.close(k)));
       await registry.drainWhere(inPartitions(ks));
     },

@@ -26,29 +26,51 @@ export function notFound(err: unknown): boolean {
 }
 
 /**
- * (Re)creates a partition's consumer at its ack floor, so events its last reader was given and
- * did not acknowledge come again at once, not after the ack wait; those above the floor already
- * applied are skipped by the thread's `seen`. The unpartitioned one starts where the single-mode
- * durable had got to (an upgrade), or at the stream's start. Returns the new consumer's info (no
- * second request for it: on a cluster each is a round to the consumer's new leader).
+ * A partition's two durable names. Each new reader creates the one not in use at the ack floor
+ * of the other, then deletes the other off the critical path: one Raft operation between taking
+ * the lease and pulling, not a delete and a create in a row.
+ */
+export const partitionDurables = (names: InfraNames, k: number): [string, string] => {
+  const base = partitionDurable(names, k);
+  return [base, `${base}-b`];
+};
+
+/** A partition's consumers as found (undefined: no such consumer), in `partitionDurables` order. */
+type Found = (ConsumerInfo | undefined)[];
+
+/** Reads both of partition `k`'s consumers: two info requests at once (a read, no Raft write). */
+function findConsumers(jsm: JetStreamManager, names: InfraNames, k: number): Promise<Found> {
+  return Promise.all(
+    partitionDurables(names, k).map((name) =>
+      jsm.consumers.info(names.chatStream, name).catch((err: unknown) => {
+        if (notFound(err)) return undefined;
+        throw err;
+      }),
+    ),
+  );
+}
+
+/**
+ * Creates a partition's consumer at its ack floor, so events its last reader was given and did
+ * not acknowledge come again at once, not after the ack wait; those above the floor already
+ * applied are skipped by the thread's `seen`. Every event at or below either consumer's ack
+ * floor was saved before it was acknowledged, so the higher floor is where to start. The
+ * unpartitioned one starts where the single-mode durable had got to (an upgrade), or at the
+ * stream's start. Returns the new consumer's info (no second request for it: on a cluster each
+ * is a round to the consumer's new leader) and the name of the one to delete.
  */
 async function openConsumer(
   jsm: JetStreamManager,
   names: InfraNames,
   s: Subjects,
   k: number,
-  ackWaitMs: number,
-  maxAckPending: number,
-): Promise<ConsumerInfo> {
-  const name = partitionDurable(names, k);
-  let floor: number | undefined;
-  try {
-    const info = await jsm.consumers.info(names.chatStream, name);
-    floor = info.ack_floor.stream_seq;
-    await jsm.consumers.delete(names.chatStream, name);
-  } catch (err) {
-    if (!notFound(err)) throw err;
-  }
+  found: Found,
+  options: { ackWaitMs: number; maxAckPending: number },
+): Promise<{ info: ConsumerInfo; stale: string | undefined }> {
+  const [a, b] = partitionDurables(names, k);
+  const [infoA, infoB] = found;
+  const floors = [infoA, infoB].flatMap((i) => (i ? [i.ack_floor.stream_seq] : []));
+  let floor = floors.length > 0 ? Math.max(...floors) : undefined;
   if (floor === undefined && k === UNPARTITIONED) {
     try {
       floor = (await jsm.consumers.info(names.chatStream, names.workerDurable)).ack_floor
@@ -57,7 +79,16 @@ async function openConsumer(
       if (!notFound(err)) throw err;
     }
   }
-  return jsm.consumers.add(names.chatStream, {
+  let name = infoA ? b : a;
+  if (infoA && infoB) {
+    // Both there (a delete left undone by a reader that died): the one behind goes first.
+    name = infoA.ack_floor.stream_seq <= infoB.ack_floor.stream_seq ? a : b;
+    await jsm.consumers.delete(names.chatStream, name).catch((err: unknown) => {
+      if (!notFound(err)) throw err;
+    });
+  }
+  const other = name === a ? b : a;
+  const info = await jsm.consumers.add(names.chatStream, {
     durable_name: name,
     description:
       k === UNPARTITIONED
@@ -68,11 +99,15 @@ async function openConsumer(
     ...(floor
       ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: floor + 1 }
       : { deliver_policy: DeliverPolicy.All }),
-    ack_wait: nanos(ackWaitMs),
-    max_ack_pending: maxAckPending,
+    ack_wait: nanos(options.ackWaitMs),
+    max_ack_pending: options.maxAckPending,
     max_deliver: -1,
   });
+  return { info, stale: (name === a ? infoB : infoA) ? other : undefined };
 }
+
+/** Consumers read ahead of an open for this long are still trusted (a lease write's time). */
+const FOUND_FRESH_MS = 10_000;
 
 export interface PartitionConsumerOptions {
   ackWaitMs: number;
@@ -107,6 +142,8 @@ export class PartitionConsumers {
   /** Each partition's opens, closes and re-creations, one after the other. */
   readonly #ops = new Map<number, Promise<void>>();
   readonly #recreating = new Set<number>();
+  /** Consumers read ahead (`prepare`), for the next open of the partition. */
+  readonly #found = new Map<number, { at: number; found: Promise<Found> }>();
   readonly #js: JetStreamClient;
   readonly #jsm: JetStreamManager;
   readonly #names: InfraNames;
@@ -146,17 +183,42 @@ export class PartitionConsumers {
     return run;
   }
 
+  /**
+   * Reads partition `k`'s consumers ahead of opening it: called while its lease is written, so
+   * the open that follows only creates.
+   */
+  prepare(k: number): void {
+    const found = findConsumers(this.#jsm, this.#names, k);
+    found.catch(() => undefined);
+    this.#found.set(k, { at: Date.now(), found });
+  }
+
   open(k: number): Promise<void> {
     return this.#serial(k, () => this.#open(k));
   }
 
   async #open(k: number): Promise<void> {
     if (this.#reading.has(k)) return;
-    const { ackWaitMs, maxAckPending, route, failed } = this.#options;
-    const info = await openConsumer(this.#jsm, this.#names, this.#s, k, ackWaitMs, maxAckPending);
+    const { route, failed } = this.#options;
+    const ahead = this.#found.get(k);
+    this.#found.delete(k);
+    const found =
+      ahead && Date.now() - ahead.at < FOUND_FRESH_MS
+        ? await ahead.found
+        : await findConsumers(this.#jsm, this.#names, k);
+    const { info, stale } = await openConsumer(
+      this.#jsm,
+      this.#names,
+      this.#s,
+      k,
+      found,
+      this.#options,
+    );
     const name = info.name;
     const consumer = this.#js.consumers.getConsumerFromInfo(info);
-    const messages = await consumer.consume({ max_messages: Math.min(256, maxAckPending) });
+    const messages = await consumer.consume({
+      max_messages: Math.min(256, this.#options.maxAckPending),
+    });
     const reading: Reading = {
       name,
       messages,
@@ -175,6 +237,16 @@ export class PartitionConsumers {
       .catch((err: unknown) => failed(k, err))
       .finally(() => (reading.ended = true));
     this.#reading.set(k, reading);
+    // After the pulling began, before any later close or re-creation of `k` (so a successor's
+    // consumer of that name is never the one deleted). A failure leaves both; the next open
+    // deletes the one behind.
+    if (stale)
+      void this.#serial(k, () =>
+        this.#jsm.consumers.delete(this.#names.chatStream, stale).then(
+          () => undefined,
+          () => undefined,
+        ),
+      );
   }
 
   /** Stops pulling `k`; resolves once every delivery already here has been routed. */
