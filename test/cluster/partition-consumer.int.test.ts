@@ -1,4 +1,4 @@
-import type { JsMsg } from "@nats-io/jetstream";
+import { AckPolicy, type JsMsg } from "@nats-io/jetstream";
 import { describe, expect, it } from "vitest";
 import {
   partitionDurable,
@@ -97,7 +97,7 @@ describe("a partition's next reader", () => {
     await h.jsm.consumers.add(names.chatStream, {
       durable_name: a,
       filter_subject: h.s.partitionFilter(k),
-      ack_policy: "explicit" as never,
+      ack_policy: AckPolicy.Explicit,
     });
     got.length = 0;
     const third = reader();
