@@ -8,6 +8,7 @@ import {
   extractLeaf,
   extractMerge,
 } from "../services/summarizer/extractive.ts";
+import { termsOf } from "../services/summarizer/extract/units.ts";
 
 const LINE = 512;
 
@@ -235,6 +236,30 @@ describe("extractive bounds", () => {
         expect(extractMerge({ id: 0, n: 1, text: a }, { id: 1, n: 1, text: b }, line)).toBe(merged);
       }),
       { numRuns: 100 },
+    );
+  });
+});
+
+describe("termsOf on ASCII text (its character scan)", () => {
+  it("gives the terms the Unicode word pattern gives", () => {
+    // A non-ASCII word too short to be a term sends the same text down the pattern's path.
+    const ascii = fc
+      .array(
+        fc.constantFrom(
+          ..."abcXYZ09'-s .,;:!?\n#$%/@_",
+          "Ana's",
+          "INV-2093",
+          "v2",
+          "Tuesday",
+          "deploy",
+        ),
+      )
+      .map((parts) => parts.join(""));
+    fc.assert(
+      fc.property(ascii, (text) => {
+        expect(termsOf(text)).toEqual(termsOf(`${text} é`));
+      }),
+      { numRuns: 500 },
     );
   });
 });

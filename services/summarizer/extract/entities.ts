@@ -21,16 +21,17 @@ const EXT =
 const NAME_WORD = String.raw`\p{Lu}[\p{L}\p{M}'’]*(?:-\p{L}[\p{L}\p{M}'’]*)*(?![\p{L}\p{N}_-])`;
 const TLD = "(?:com|org|net|io|dev|ai|app|co|de|fr|uk|eu|gov|edu)";
 
-// One pass, alternatives in priority order: the first that matches at a position names it.
+// One pass, alternatives in priority order: the first that matches at a position names it. Each
+// alternative is capture group i + 1 of KINDS[i] (numbered, not named: no groups object per match).
 const PATTERN = new RegExp(
   [
-    String.raw`(?<url>\bhttps?:\/\/[^\s<>"'\x60)\]]+)`,
-    String.raw`(?<email>\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+)`,
-    String.raw`(?<date>\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b|\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b|\b${MONTH}\.? \d{1,2}(?:st|nd|rd|th)?(?:,? \d{4})?\b|\b\d{1,2} ${MONTH}(?: \d{4})?\b|\b\d{1,2}:\d{2}(?::\d{2})?(?: ?[ap]m)?\b|\b(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\b)`,
-    String.raw`(?<path>(?<![\w.\/])(?:~|\.{1,2})?\/[\w@.+-]+(?:\/[\w@.+-]+)*\/?|\b[\w@.+-]+(?:\/[\w@.+-]+)+\.${EXT}\b|\b[\w.-]+\/[\w.-]+\/[\w@./+-]+|\b[\w-]+(?:\.[\w-]+)*\.${EXT}\b|\b[\w-]+(?:\.[\w-]+)*\.${TLD}\b)`,
-    String.raw`(?<id>#\d+\b|\b[A-Z][A-Z0-9]{1,9}-\d+\b|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b(?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{7,40}\b|(?<![\w.-])[A-Za-z][\w-]*\d[\w-]*\b|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z]{2,}[0-9]*\b)`,
-    String.raw`(?<number>[$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?[kKmMbB]n?)?|\bv?\d+(?:\.\d+){2,3}\b|-?\b\d[\d,]*(?:\.\d+)?(?:\s?(?:%|[kKMGT]i?B|KB|ms|µs|ns|s|sec|min|h|hrs?|days?|x|USD|EUR|GBP|k|M|bn)\b|%)?)`,
-    String.raw`(?<name>${NAME_WORD}(?: (?:(?:de|van|von|da|del|la|le|of) )?${NAME_WORD})*)`,
+    String.raw`(\bhttps?:\/\/[^\s<>"'\x60)\]]+)`,
+    String.raw`(\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+)`,
+    String.raw`(\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b|\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b|\b${MONTH}\.? \d{1,2}(?:st|nd|rd|th)?(?:,? \d{4})?\b|\b\d{1,2} ${MONTH}(?: \d{4})?\b|\b\d{1,2}:\d{2}(?::\d{2})?(?: ?[ap]m)?\b|\b(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\b)`,
+    String.raw`((?<![\w.\/])(?:~|\.{1,2})?\/[\w@.+-]+(?:\/[\w@.+-]+)*\/?|\b[\w@.+-]+(?:\/[\w@.+-]+)+\.${EXT}\b|\b[\w.-]+\/[\w.-]+\/[\w@./+-]+|\b[\w-]+(?:\.[\w-]+)*\.${EXT}\b|\b[\w-]+(?:\.[\w-]+)*\.${TLD}\b)`,
+    String.raw`(#\d+\b|\b[A-Z][A-Z0-9]{1,9}-\d+\b|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b(?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{7,40}\b|(?<![\w.-])[A-Za-z][\w-]*\d[\w-]*\b|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z]{2,}[0-9]*\b)`,
+    String.raw`([$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?[kKmMbB]n?)?|\bv?\d+(?:\.\d+){2,3}\b|-?\b\d[\d,]*(?:\.\d+)?(?:\s?(?:%|[kKMGT]i?B|KB|ms|µs|ns|s|sec|min|h|hrs?|days?|x|USD|EUR|GBP|k|M|bn)\b|%)?)`,
+    String.raw`(${NAME_WORD}(?: (?:(?:de|van|von|da|del|la|le|of) )?${NAME_WORD})*)`,
   ].join("|"),
   "gu",
 );
@@ -88,6 +89,9 @@ const TIER: Record<EntityKind, 1 | 2 | 3> = {
   name: 2,
 };
 
+/** The characters the replace below takes off a match's end (`.,;:!?'"’)`). */
+const TRAILING_MARKS = new Set([...".,;:!?'\"’)"].map((c) => c.charCodeAt(0)));
+
 const KINDS: readonly EntityKind[] = ["url", "email", "date", "path", "id", "number", "name"];
 
 /** Every entity in `text`, first occurrence only, in order of appearance. */
@@ -95,10 +99,15 @@ export function findEntities(text: string, offset = 0): Entity[] {
   const seen = new Set<string>();
   const found: Entity[] = [];
   for (const match of text.matchAll(PATTERN)) {
-    const groups = match.groups ?? {};
-    const kind = KINDS.find((k) => groups[k] !== undefined);
+    let g = 1;
+    while (g <= KINDS.length && match[g] === undefined) g++;
+    const kind = KINDS[g - 1];
     if (kind === undefined) continue;
-    let value = (groups[kind] ?? "").replace(/[.,;:!?'"’)]+$/u, "");
+    const raw = match[g] ?? "";
+    // Trailing punctuation off; most matches end in none (no new string then).
+    let value = TRAILING_MARKS.has(raw.charCodeAt(raw.length - 1))
+      ? raw.replace(/[.,;:!?'"’)]+$/u, "")
+      : raw;
     if (kind === "name") {
       const name = nameOf(value, text, match.index);
       if (name === undefined) continue;

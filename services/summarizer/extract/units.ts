@@ -1,7 +1,7 @@
 // A unit is one sentence someone said, with what makes it worth a place in a line: the terms it
 // carries (exact tokens first, then words everyday English does not use) and whether it asks,
 // decides or reports an outcome. Merges choose among units, never among fragments of a line.
-import { utf8Bytes } from "../../../shared/bytes.ts";
+import { NON_ASCII, utf8Bytes } from "../../../shared/bytes.ts";
 import { findEntities, type Entity, type EntityKind } from "./entities.ts";
 import { COMMON_WORDS } from "./lexicon.ts";
 import { splitSentences } from "./segment.ts";
@@ -92,14 +92,45 @@ export function termsOf(
     weights.push(bare ? BARE_NUMBER_WEIGHT : KIND_WEIGHT[entity.kind]);
     if (entity.kind === "name") for (const part of key.split(" ")) seen.add(part);
   }
-  for (const match of text.matchAll(WORD)) {
-    const word = match[0].toLowerCase().replace(/['’]s$/u, "");
-    if (word.length < 3 || seen.has(word) || COMMON_WORDS.has(word)) continue;
+  const add = (word: string) => {
+    if (word.length < 3 || seen.has(word) || COMMON_WORDS.has(word)) return;
     seen.add(word);
     terms.push(word);
     weights.push(word.length >= 8 ? 1.25 : 1);
-  }
+  };
+  if (NON_ASCII.test(text)) {
+    for (const match of text.matchAll(WORD)) add(match[0].toLowerCase().replace(/['’]s$/u, ""));
+  } else asciiWords(text, add);
   return { terms, weights };
+}
+
+/**
+ * WORD's matches in ASCII text, lower-cased and without a final 's, as the loop above makes
+ * them: a scan of character codes instead of a match object and two strings per word (the
+ * extractive summarizer's largest cost, bench e2e heavy). Lower-casing ASCII keeps offsets.
+ */
+function asciiWords(text: string, add: (word: string) => void): void {
+  const lower = text.toLowerCase();
+  const n = lower.length;
+  let i = 0;
+  while (i < n) {
+    const c = lower.charCodeAt(i);
+    if (c < 97 || c > 122) {
+      i++;
+      continue;
+    }
+    const start = i++;
+    for (; i < n; i++) {
+      const d = lower.charCodeAt(i);
+      // [a-z0-9'-] (upper case is lower-cased already)
+      if (!((d >= 97 && d <= 122) || (d >= 48 && d <= 57) || d === 39 || d === 45)) break;
+    }
+    const end =
+      i - start >= 2 && lower.charCodeAt(i - 1) === 115 && lower.charCodeAt(i - 2) === 39
+        ? i - 2
+        : i;
+    add(lower.slice(start, end));
+  }
 }
 
 export function cueOf(text: string): number {
