@@ -94,9 +94,16 @@ export async function holdPartitions(parts: {
           }),
         ),
       );
-      const busy = await ctx.busy.list().catch(() => [] as string[]);
-      const ours = inPartitions(ks);
-      for (const thread of busy) if (ours(thread)) registry.wake(thread);
+      // Threads drained with work outstanding get no event: woken here, or never.
+      const busy = await retryInPlace(() => ctx.busy.list(), {
+        what: `list the busy threads of partitions ${ks.join(",")}`,
+        log,
+        signal: handing.signal,
+      });
+      const woken = busy.filter(inPartitions(ks));
+      if (woken.length > 0)
+        log.info(`waking ${woken.length} thread(s) with work outstanding in ${ks.join(",")}`);
+      for (const thread of woken) registry.wake(thread);
     },
     release: async (ks) => {
       const closing = withUnpartitioned(ks);
