@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import { StorageType, type JetStreamClient } from "@nats-io/jetstream";
+import { StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV, type KvWatchEntry } from "@nats-io/kv";
 import type { QueuedIterator } from "@nats-io/transport-node";
 import { liveMembers, planLeases, type Heartbeat, type LeasePlan } from "../../shared/ownership.ts";
@@ -95,12 +95,27 @@ export async function openClusterBucket(
   return kvm.open(clusterBucket(names));
 }
 
-/** Reads the bucket once: what `GET /cluster` and `outline cluster` show. */
-export async function readCluster(kv: KV, failoverMs = DEFAULT_FAILOVER_MS): Promise<ClusterView> {
+/**
+ * Reads the bucket once: what `GET /cluster` and `outline cluster` show. Its keys come from one
+ * stream info, not `kv.keys()`: that creates a consumer, which a loaded R3 cluster answered once
+ * only after minutes (CI's case (b) of the cluster test); each request here has a timeout.
+ */
+export async function readCluster(
+  kv: KV,
+  jsm: JetStreamManager,
+  names: Pick<InfraNames, "kvBucket">,
+  failoverMs = DEFAULT_FAILOVER_MS,
+): Promise<ClusterView> {
   const view: ClusterView = { members: [], partitions: 0, leases: {} };
   const now = Date.now();
-  const keys = await kv.keys();
-  for await (const key of keys) {
+  const prefix = `$KV.${clusterBucket(names)}.`;
+  const info = await jsm.streams.info(`KV_${clusterBucket(names)}`, {
+    subjects_filter: `${prefix}>`,
+  });
+  const keys = Object.keys(info.state.subjects ?? {}).map((subject) =>
+    subject.slice(prefix.length),
+  );
+  for (const key of keys.sort()) {
     const entry = await kv.get(key);
     if (!entry || entry.operation !== "PUT") continue;
     if (key === "layout") {

@@ -1,4 +1,4 @@
-import { jetstream } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { InfraNames } from "../config/names.ts";
@@ -28,17 +28,19 @@ export function clusterView(
   failoverMs = DEFAULT_FAILOVER_MS,
 ): () => Promise<ClusterAnswer> {
   let bucket: KV | undefined;
+  let jsm: JetStreamManager | undefined;
   return async () => {
-    if (!bucket) {
+    if (!bucket || !jsm) {
       try {
         bucket = await new Kvm(jetstream(nc)).open(clusterBucket(names), { bindOnly: true });
         await bucket.status();
+        jsm = await jetstreamManager(nc);
       } catch {
         bucket = undefined;
         return { mode: "single", members: [], partitions: 0, leases: {} };
       }
     }
-    const view = await readCluster(bucket, failoverMs);
+    const view = await readCluster(bucket, jsm, names, failoverMs);
     return { mode: "partitioned", ...view };
   };
 }

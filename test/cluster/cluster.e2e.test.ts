@@ -131,14 +131,23 @@ function balanced(v: ClusterAnswer, count: number): boolean {
   );
 }
 
+/** Asks `i` until the view is balanced; an answer that fails (a loaded host) is asked again. */
 async function waitBalanced(i: Instance, count: number): Promise<ClusterAnswer> {
   let last: ClusterAnswer | undefined;
-  await waitFor(
-    `${count} members holding every partition`,
-    async () => balanced((last = await i.cluster()), count),
-    HANG_MS,
-  ).catch((err: unknown) => {
-    throw new Error(`${(err as Error).message}; last seen: ${JSON.stringify(last)}`);
+  const failures: string[] = [];
+  const ask = () =>
+    i.cluster().then(
+      (v) => balanced((last = v), count),
+      (err: unknown) => {
+        failures.push((err as Error).message);
+        return false;
+      },
+    );
+  await waitFor(`${count} members holding every partition`, ask, HANG_MS).catch((err: unknown) => {
+    const failed = failures.length
+      ? `; ${failures.length} asks failed, last: ${failures.at(-1)}`
+      : "";
+    throw new Error(`${(err as Error).message}${failed}; last seen: ${JSON.stringify(last)}`);
   });
   return last as ClusterAnswer;
 }

@@ -57,8 +57,12 @@ export class Instance extends ServiceProcess {
     return this.started(`instance on port ${this.port}`, ["consuming ", "HTTP on"], timeoutMs);
   }
 
+  /** GET /cluster; an answer other than 200 is an error with its body. */
   async cluster(): Promise<ClusterAnswer> {
-    const res = await fetch(`http://127.0.0.1:${this.port}/cluster`);
+    const res = await fetch(`http://127.0.0.1:${this.port}/cluster`, {
+      signal: AbortSignal.timeout(60_000),
+    });
+    if (!res.ok) throw new Error(`GET /cluster: ${res.status} ${await res.text()}`);
     return (await res.json()) as ClusterAnswer;
   }
 

@@ -1,9 +1,10 @@
-import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   joinCluster,
   openClusterBucket,
+  readCluster,
   type Membership,
   type MembershipOptions,
 } from "../../services/cluster/membership.ts";
@@ -28,7 +29,7 @@ afterEach(async () => {
 async function join(
   wrap: (js: JetStreamClient) => JetStreamClient,
   overrides: Partial<MembershipOptions>,
-): Promise<{ m: Membership; names: InfraNames; js: JetStreamClient }> {
+): Promise<{ m: Membership; names: InfraNames; js: JetStreamClient; nc: NatsConnection }> {
   const nats = (scope.nats = await startOwnNats());
   const names = uniqueNames();
   nc = await connectNats({ url: nats.url, name: "member" });
@@ -45,7 +46,7 @@ async function join(
     release: () => Promise.resolve(),
     ...overrides,
   });
-  return { m: member, names, js };
+  return { m: member, names, js, nc };
 }
 
 /** `js` whose first publish to a subject ending in `suffix` is stored, then reported failed. */
@@ -71,7 +72,7 @@ describe("a member taking its partitions", () => {
   it("reads a partition whose lease reply was lost, and lets it go on leaving", async () => {
     const acquired: number[] = [];
     const warnings: string[] = [];
-    const { m, names, js } = await join((js) => losingFirstReply(js, ".lease.1"), {
+    const { m, names, js, nc } = await join((js) => losingFirstReply(js, ".lease.1"), {
       log: { info: () => {}, warn: (line) => warnings.push(line) },
       acquire: (ks) => {
         acquired.push(...ks);
@@ -81,10 +82,27 @@ describe("a member taking its partitions", () => {
     await waitFor("lease 1 to be read", () => m.owned().length === 2, 10_000);
     expect(acquired.sort(), "each partition opened once").toEqual([0, 1]);
     expect(warnings.join("\n")).toContain("found partitions 1 leased to us");
-    await m.leave();
     const kv = await openClusterBucket(js, names, 1);
+    const jsm = await jetstreamManager(nc);
+    // What GET /cluster shows: the member, with both partitions once it has beaten.
+    await waitFor("a heartbeat with both partitions", async () => {
+      const view = await readCluster(kv, jsm, names, 1_000);
+      return view.members[0]?.partitions.length === 2;
+    });
+    expect(await readCluster(kv, jsm, names, 1_000)).toMatchObject({
+      partitions: 2,
+      leases: { 0: m.id, 1: m.id },
+      members: [{ id: m.id, live: true, partitions: [0, 1] }],
+    });
+    await m.leave();
     for (const k of [0, 1])
       expect((await kv.get(`lease.${k}`))?.operation, `lease ${k} after leaving`).toBe("DEL");
+    // Deleted keys are not shown.
+    expect(await readCluster(kv, jsm, names, 1_000)).toEqual({
+      partitions: 2,
+      leases: {},
+      members: [],
+    });
   });
 
   // CI's case (d): a joining member opened its consumers for over the failover time without a
