@@ -282,7 +282,8 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
   };
 
   const reconcile = async () => {
-    await confirmSilent(Date.now());
+    const started = Date.now();
+    await confirmSilent(started);
     const now = Date.now();
     const heartbeats: Heartbeat[] = [];
     const heard = new Set<string>();
@@ -354,6 +355,9 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
     if ((plan.acquire.length > 0 || kept.length > 0) && !leaving) {
       const taken: number[] = [...kept];
       let takeover = false;
+      /** The longest silence of a holder taken from, as this member heard it at the start. */
+      let silence = 0;
+      const writing = Date.now();
       options.prepare?.(plan.acquire);
       await Promise.all(
         plan.acquire.map(async (k) => {
@@ -364,6 +368,8 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
             if (h) {
               revision = await kv.update(leaseKey(k), value, h.revision);
               takeover = true;
+              const b = beats.get(h.member);
+              if (b) silence = Math.max(silence, started - heardAt(b));
               log.warn(
                 `cluster: taking partition ${k} from ${h.member}, silent for over ${failoverMs} ms`,
               );
@@ -383,12 +389,15 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
       if (taken.length > 0) {
         taken.sort((a, b) => a - b);
         for (const k of taken) owned.add(k);
+        const opening = Date.now();
         await options.acquire(taken, takeover);
         // stop() began while these were opening: they go again with everything else.
         if (leaving) again = true;
-        log.info(
-          `cluster: took partitions ${taken.join(",")}${takeover ? " (from a member that died)" : ""}`,
-        );
+        // A takeover's steps, timed: where the failover bound goes (docs/scale-out.md).
+        const steps = takeover
+          ? ` (from a member that died: heard ${silence} ms before, confirmed and planned in ${writing - started} ms, leases written in ${opening - writing} ms, consumers opened and busy threads woken in ${Date.now() - opening} ms)`
+          : "";
+        log.info(`cluster: took partitions ${taken.join(",")}${steps}`);
         await beat();
       }
     }

@@ -325,8 +325,7 @@ describe("many instances on a 3-node cluster (SPEC §9)", () => {
         .map(([k]) => Number(k));
       expect(owned.length, `partitions of ${victim}`).toBeGreaterThan(0);
       const orphans = new Set(threads.filter((t) => owned.includes(hh.s.partitionOf(t) ?? -1)));
-      const killedAt = Date.now();
-      i3.killTree();
+      const killedAt = i3.killTree();
       await i3.exited;
       await publishRange(hh, threads, 15, 30);
       clock.lap("kill, publish 3,000");
@@ -336,17 +335,29 @@ describe("many instances on a 3-node cluster (SPEC §9)", () => {
       const taken = leaseMoves(watched.leases).filter((m) => m.from === victim);
       expect(taken.map((m) => m.partition).sort()).toEqual(owned.sort());
       expect(taken.every((m) => m.takenOver)).toBe(true);
-      // The first write by a new owner: one reflecting a message published after the kill.
-      const after = new Map(threads.map((t) => [t, hh.log.get(t)?.[15]?.seq ?? Infinity]));
-      const first = watched.snapshots
-        .filter((w) => orphans.has(w.thread) && w.seq >= (after.get(w.thread) ?? Infinity))
-        .sort((x, y) => x.at - y.at)[0];
-      expect(first, "a write of a thread the dead instance owned").toBeDefined();
+      // The first write by a new owner: stored after its partition was taken over (the dead one
+      // wrote nothing after its kill, the new owner nothing before its lease). Both buckets: the
+      // state saved, then the outline shown.
+      const takenAt = new Map(taken.map((m) => [m.partition, m.at]));
+      const firstAfterTake = (writes: Write[]) =>
+        writes
+          .filter((w) => {
+            const at = orphans.has(w.thread) && takenAt.get(hh.s.partitionOf(w.thread) ?? -1);
+            return at !== false && at !== undefined && w.at >= at;
+          })
+          .sort((x, y) => x.at - y.at)[0];
+      const [saved, shown] = [firstAfterTake(watched.actors), firstAfterTake(watched.snapshots)];
+      expect(shown, "a write of a thread the dead instance owned").toBeDefined();
       const takenAfter = taken.map((m) => m.at - killedAt);
       console.log(
         `(a) SIGKILL → its ${owned.length} partitions taken over after ${Math.min(...takenAfter)}-${Math.max(...takenAfter)} ms; ` +
-          `→ first write of one of its ${orphans.size} threads after ${(first?.at ?? 0) - killedAt} ms ` +
-          `(OUTLINE_FAILOVER_MS ${DEFAULT_FAILOVER_MS}, load average ${load()})`,
+          `→ first write of one of its ${orphans.size} threads by a new owner after ${(saved?.at ?? 0) - killedAt} ms (state), ${(shown?.at ?? 0) - killedAt} ms (snapshot) ` +
+          `(OUTLINE_FAILOVER_MS ${DEFAULT_FAILOVER_MS}, load average ${load()})\n` +
+          [i1, i2]
+            .flatMap((i) =>
+              i.output.split("\n").filter((l) => l.includes("(from a member that died")),
+            )
+            .join("\n"),
       );
       const v = await i1.cluster();
       const seen = `victim ${victim}; /cluster: ${JSON.stringify(v)}\n${clusterLog([i1, i2])}`;

@@ -66,10 +66,13 @@ export class Instance extends ServiceProcess {
     return (await res.json()) as ClusterAnswer;
   }
 
-  /** SIGKILL of the whole process tree at once: the instance dies as a host would. */
-  killTree(): void {
+  /**
+   * SIGKILL of the whole process tree at once: the instance dies as a host would. Returns when
+   * the signals went out (listing the tree takes a while on a loaded machine).
+   */
+  killTree(): number {
     const root = this.child.pid;
-    if (root === undefined) return;
+    if (root === undefined) return Date.now();
     const table = execFileSync("ps", ["-e", "-o", "pid=,ppid="], { encoding: "utf8" });
     const children = new Map<number, number[]>();
     for (const line of table.trim().split("\n")) {
@@ -89,6 +92,7 @@ export class Instance extends ServiceProcess {
         // gone already
       }
     }
+    return Date.now();
   }
 }
 
