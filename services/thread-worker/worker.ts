@@ -326,16 +326,17 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   // Partitioned, a partition's busy threads are woken when it is taken (above).
   if (partitions === undefined)
     track(
-      ctx.busy.list().then(
+      retryInPlace(() => ctx.busy.list(), {
+        what: `list the busy threads in bucket ${buckets.names.busy}`,
+        log,
+        signal: stopping.signal,
+      }).then(
         (threads) => {
           if (threads.length > 0)
             log.info(`waking ${threads.length} thread(s) with work outstanding`);
           for (const thread of threads) registry.wake(thread);
         },
-        (err: unknown) =>
-          log.error(
-            `could not list busy threads in bucket ${buckets.names.busy}: ${errorText(err)}; their summaries resume when their next event arrives`,
-          ),
+        () => undefined, // stopped first
       ),
     );
 
