@@ -124,12 +124,13 @@ describe("prompt cache", () => {
     expect(north.stats.lines).toBeGreaterThan(0);
     expect(north.stats.newerThanSnapshot).toBe(N - K);
     expect(north.stats.pending).toBeGreaterThan(0);
-    // Kept: the second body is the very buffer the first request built.
+    // Kept: the second body is the very chunks the first request built.
     const ops = api?.operations;
-    const a = await ops?.promptBody({ thread, agent: "north" });
-    const b = await ops?.promptBody({ thread, agent: "north" });
+    const a = await ops?.promptChunks({ thread, agent: "north" });
+    const b = await ops?.promptChunks({ thread, agent: "north" });
     expect(b).toBe(a);
-    expect(a?.toString()).toBe(bodies[0]);
+    expect(Buffer.concat(a ?? []).toString()).toBe(bodies[0]);
+    expect((await ops?.promptBody({ thread, agent: "north" }))?.toString()).toBe(bodies[0]);
     // The same as the object form the CLI and chat use.
     expect(JSON.stringify(await ops?.prompt({ thread, agent: "north" }))).toBe(bodies[0]);
   });

@@ -15,7 +15,7 @@ const stored = (text: string, revision = 1) => ({
 describe("prompt-builder prompt cache", () => {
   it("serves a body only for equal snapshot bytes and the same newest sequence", () => {
     const cache = new PromptCache(10_000);
-    const body = Buffer.from('{"messages":[]}');
+    const body = [Buffer.from('{"messages":['), Buffer.from("]}")];
     cache.keep(args, bytes('{"seq":1}'), 5, body);
     expect(cache.body(args, bytes('{"seq":1}'), 5)).toBe(body);
     expect(cache.body({ ...args, agent: "Ana" }, bytes('{"seq":1}'), 5)).toBeUndefined();
@@ -45,12 +45,12 @@ describe("prompt-builder prompt cache", () => {
   it("stays within its bound, and keeps nothing at 0", () => {
     const cache = new PromptCache(100);
     for (let i = 0; i < 10; i++)
-      cache.keep({ ...args, agent: `a${i}` }, undefined, 1, Buffer.alloc(30));
+      cache.keep({ ...args, agent: `a${i}` }, undefined, 1, [Buffer.alloc(10), Buffer.alloc(20)]);
     expect(cache.bytes).toBeLessThanOrEqual(100);
     expect(cache.body({ ...args, agent: "a9" }, undefined, 1)).toBeDefined();
     expect(cache.body({ ...args, agent: "a0" }, undefined, 1)).toBeUndefined();
     const off = new PromptCache(0);
-    off.keep(args, undefined, 1, Buffer.from("{}"));
+    off.keep(args, undefined, 1, [Buffer.from("{}")]);
     expect(off.body(args, undefined, 1)).toBeUndefined();
     expect(off.bytes).toBe(0);
   });

@@ -4,6 +4,7 @@ import type { Message } from "../shared/events.ts";
 import type { OpenAIMessage } from "../shared/prompt.ts";
 import type { OutlineSnapshot } from "../shared/snapshot.ts";
 import { createOperations, type PromptReply } from "../services/prompt-builder/operations.ts";
+import { BLOCKS_PER_RUN } from "../services/prompt-builder/prompt-turns.ts";
 import type { StoredMessage, ThreadReader } from "../services/prompt-builder/reader.ts";
 
 const encoder = new TextEncoder();
@@ -111,6 +112,22 @@ describe("the served prompt: the snapshot's tail whole, then what was stored aft
     // And the same once the snapshot moves on past one of them.
     thread.snapshotOf(6, 3);
     expect(texts(parsed(await ops.promptBody(request)))).toEqual(after);
+  });
+
+  it("a long run of turns without a new snapshot: each body is the reply built from scratch", async () => {
+    // Each turn appends one message's block to the run kept; past BLOCKS_PER_RUN they are joined.
+    const thread = new FakeThread();
+    for (let i = 0; i < 4; i++) thread.add(i);
+    thread.snapshotOf(4, 1);
+    const ops = createOperations(thread);
+    for (let turn = 0; turn < 3 * BLOCKS_PER_RUN; turn++) {
+      thread.add(4 + turn, turn % 3 === 0 ? "north" : "Ana");
+      for (const agent of ["north", "south"]) {
+        const request = { thread: "t", agent };
+        const served = (await ops.promptBody(request)).toString("utf8");
+        expect(served).toBe(JSON.stringify(await ops.prompt(request)));
+      }
+    }
   });
 
   it("a thread without a snapshot is all tail, in stored order", async () => {

@@ -43,7 +43,7 @@ const searchOff: SearchForward = (raw) => {
   );
 };
 
-/** Sends JSON: a value, or its text already encoded (a prompt body, see Operations). */
+/** Sends JSON: a value, or its text already encoded (a search answer forwarded). */
 function send(
   res: ServerResponse,
   status: number,
@@ -58,6 +58,19 @@ function send(
     ...headers,
   });
   res.end(data);
+}
+
+/** Sends a prompt body's chunks (Operations.promptChunks) in one write of the socket. */
+function sendChunks(res: ServerResponse, chunks: readonly Uint8Array[]) {
+  res.writeHead(200, {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": String(chunks.reduce((sum, chunk) => sum + chunk.length, 0)),
+    "cache-control": "no-store",
+  });
+  res.cork();
+  for (const chunk of chunks) res.write(chunk);
+  res.uncork();
+  res.end();
 }
 
 function sendError(res: ServerResponse, err: ApiError, headers: Record<string, string> = {}) {
@@ -173,15 +186,8 @@ export function createHttpServer(options: HttpOptions): Server {
     try {
       const ops = options.operations;
       const search = options.search ?? searchOff;
-      send(
-        res,
-        200,
-        await (r.op === "prompt"
-          ? ops.promptBody(r.raw)
-          : r.op === "search"
-            ? search(r.raw)
-            : ops[r.op](r.raw)),
-      );
+      if (r.op === "prompt") sendChunks(res, await ops.promptChunks(r.raw));
+      else send(res, 200, await (r.op === "search" ? search(r.raw) : ops[r.op](r.raw)));
     } catch (err) {
       status = err instanceof ApiError ? err.status : 500;
       throw err;

@@ -58,6 +58,8 @@ export interface Operations {
    * changed (see PromptCache).
    */
   promptBody(raw: RawRequest): Promise<Buffer>;
+  /** The same body in chunks, to be sent one after another (HTTP: no copy into one buffer). */
+  promptChunks(raw: RawRequest): Promise<readonly Buffer[]>;
   zoom(raw: RawRequest): Promise<ZoomReply>;
   outline(raw: RawRequest): Promise<OutlineSnapshot>;
   /** The tools agents are offered: zoom, and search when HISTORY_SEARCH is on. */
@@ -199,7 +201,7 @@ export function createOperations(
     snapshot: OutlineSnapshot | undefined,
     lastSeq: number,
     ahead: ReadAhead | undefined,
-  ): Promise<Buffer> {
+  ): Promise<Buffer[]> {
     const thread = args.thread;
     const [tail, read] = await Promise.all([
       snapshot ? kept.tail(snapshot, () => tailOf(thread, snapshot)) : Promise.resolve([]),
@@ -282,6 +284,34 @@ export function createOperations(
     return { bytes: held.bytes, revision: held.revision, parse: () => held.snapshot };
   }
 
+  /** The prompt body in chunks (Operations.promptChunks). */
+  async function promptChunks(raw: RawRequest): Promise<readonly Buffer[]> {
+    const args = promptArgs(raw);
+    const thread = args.thread;
+    // A turn's read of the messages after those held goes out with the two reads below.
+    const upTo = turns?.heldUpTo(thread);
+    const ahead = upTo === undefined ? undefined : reader.readAhead?.(thread, upTo);
+    // Both read afresh on every request: they decide whether a kept body is still the answer.
+    const [stored, lastSeq] = await Promise.all([
+      snapshotFor(thread),
+      reader.lastMessageSeq(thread),
+    ]);
+    if (!stored && lastSeq === 0) throw notFound(thread);
+    const hit = cache.body(args, stored?.bytes, lastSeq);
+    options.onPromptCache?.(hit !== undefined);
+    if (hit) return hit;
+    const kept = stored && cache.snapshot(thread, stored);
+    const body = turns
+      ? await turnBody(turns, args, kept?.snapshot, lastSeq, ahead)
+      : [
+          Buffer.from(
+            JSON.stringify(promptOf(args, await wholeAfter(thread, kept?.snapshot, lastSeq))),
+          ),
+        ];
+    cache.keep(args, kept?.bytes, lastSeq, body);
+    return body;
+  }
+
   return {
     async prompt(raw) {
       const args = promptArgs(raw);
@@ -289,29 +319,10 @@ export function createOperations(
     },
 
     async promptBody(raw) {
-      const args = promptArgs(raw);
-      const thread = args.thread;
-      // A turn's read of the messages after those held goes out with the two reads below.
-      const upTo = turns?.heldUpTo(thread);
-      const ahead = upTo === undefined ? undefined : reader.readAhead?.(thread, upTo);
-      // Both read afresh on every request: they decide whether a kept body is still the answer.
-      const [stored, lastSeq] = await Promise.all([
-        snapshotFor(thread),
-        reader.lastMessageSeq(thread),
-      ]);
-      if (!stored && lastSeq === 0) throw notFound(thread);
-      const hit = cache.body(args, stored?.bytes, lastSeq);
-      options.onPromptCache?.(hit !== undefined);
-      if (hit) return hit;
-      const kept = stored && cache.snapshot(thread, stored);
-      const body = turns
-        ? await turnBody(turns, args, kept?.snapshot, lastSeq, ahead)
-        : Buffer.from(
-            JSON.stringify(promptOf(args, await wholeAfter(thread, kept?.snapshot, lastSeq))),
-          );
-      cache.keep(args, kept?.bytes, lastSeq, body);
-      return body;
+      return Buffer.concat(await promptChunks(raw));
     },
+
+    promptChunks,
 
     async zoom(raw) {
       const args = zoomArgs(raw);

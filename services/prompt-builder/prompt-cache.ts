@@ -23,7 +23,9 @@ interface KeptBody {
   snapshot: Uint8Array | undefined;
   /** The thread's newest CHAT sequence when it was built. */
   lastSeq: number;
-  body: Buffer;
+  /** The body's chunks (see PromptTurns.body), and their bytes in all. */
+  body: readonly Buffer[];
+  bytes: number;
 }
 
 const sameBytes = (a: Uint8Array | undefined, b: Uint8Array | undefined): boolean =>
@@ -80,7 +82,11 @@ export class PromptCache {
   }
 
   /** The body built for these arguments from this snapshot and newest sequence, if kept. */
-  body(args: PromptArgs, snapshot: Uint8Array | undefined, lastSeq: number): Buffer | undefined {
+  body(
+    args: PromptArgs,
+    snapshot: Uint8Array | undefined,
+    lastSeq: number,
+  ): readonly Buffer[] | undefined {
     const kept = this.#lru.get(
       bodyKey(args),
       (e) => e.kind === "body" && e.lastSeq === lastSeq && sameBytes(e.snapshot, snapshot),
@@ -89,10 +95,20 @@ export class PromptCache {
   }
 
   /** Keeps a body; `snapshot` must be bytes of our own (from `snapshot()`), never a view. */
-  keep(args: PromptArgs, snapshot: Uint8Array | undefined, lastSeq: number, body: Buffer): void {
-    // The snapshot's bytes are usually shared with the kept parse; counted here too, to be safe.
-    const bytes = body.length + (snapshot?.length ?? 0);
-    this.#lru.set(bodyKey(args), { kind: "body", snapshot, lastSeq, body }, bytes);
+  keep(
+    args: PromptArgs,
+    snapshot: Uint8Array | undefined,
+    lastSeq: number,
+    body: readonly Buffer[],
+  ): void {
+    const bytes = body.reduce((sum, chunk) => sum + chunk.length, 0);
+    // The snapshot's bytes are usually shared with the kept parse, the chunks with the next
+    // turns' bodies (PromptTurns); counted here too, to be safe.
+    this.#lru.set(
+      bodyKey(args),
+      { kind: "body", snapshot, lastSeq, body, bytes },
+      bytes + (snapshot?.length ?? 0),
+    );
   }
 }
 

@@ -29,6 +29,9 @@ const HELD_THREADS = 4_096;
 /** Serialized forms kept per message (agents × cut times); more is a sign of churn: started anew. */
 const PIECES_PER_MESSAGE = 16;
 
+/** Blocks a run's messages are kept in before they are joined into one. */
+export const BLOCKS_PER_RUN = 16;
+
 const OPEN = Buffer.from('{"messages":[');
 const COMMA = Buffer.from(",");
 
@@ -38,13 +41,16 @@ const COMMA = Buffer.from(",");
  * - the messages stored after each thread's snapshot, read so far: the next turn reads only what
  *   came after them (`newer`);
  * - the outline rendered and serialized, per parsed snapshot (a new snapshot, a new parse);
- * - each whole message serialized, per message and agent and cut time.
- * A body is the same bytes as `JSON.stringify` of the reply built from scratch, pieced together.
+ * - each whole message serialized, per message and agent and cut time, and the tail's whole
+ *   messages joined in a few blocks (a turn joins only the new message's piece).
+ * A body is the same bytes as `JSON.stringify` of the reply built from scratch, in chunks.
  */
 export class PromptTurns {
   readonly #held = new ByteLru<string, Held>(HELD_THREADS);
   readonly #outlines = new WeakMap<OutlineSnapshot, Map<string, KeptOutline>>();
   readonly #pieces = new WeakMap<Message, Map<string, Buffer>>();
+  /** Per first message of a run, per agent and cut time. */
+  readonly #runs = new WeakMap<Message, Map<string, Run>>();
   readonly #tails = new WeakMap<OutlineSnapshot, Promise<readonly StoredMessage[]>>();
   readonly #costs = new WeakMap<Message, number>();
   readonly #cost = (message: Message): number => {
@@ -107,26 +113,66 @@ export class PromptTurns {
     return next.after;
   }
 
-  /** The reply's body, as `JSON.stringify({ messages, stats })` of the prompt built whole. */
+  /**
+   * The reply's body, as `JSON.stringify({ messages, stats })` of the prompt built whole, in
+   * chunks to be sent one after another: kept buffers, not copied into one per turn (a 284 KB
+   * copy, and garbage, each turn: bench prompt).
+   */
   body(
     snapshot: OutlineSnapshot | undefined,
     input: PromptInput,
     format: PromptFormat,
     extra: { newerThanSnapshot: number; snapshotSeq: number },
-  ): Buffer {
+  ): Buffer[] {
     const outline = this.#outline(snapshot, input, format);
     const tail = promptTail(input, this.#cost);
-    const parts: Buffer[] = [OPEN];
-    const push = (piece: Buffer) => {
-      if (parts.length > 1) parts.push(COMMA);
-      parts.push(piece);
-    };
-    if (outline.json) push(outline.json);
-    if (tail.note) push(Buffer.from(JSON.stringify(tail.note)));
-    for (const m of tail.whole) push(this.#piece(m, input.agent, input.cutAt));
+    const head: Buffer[] = [OPEN];
+    if (outline.json) head.push(outline.json);
+    if (tail.note) {
+      if (head.length > 1) head.push(COMMA);
+      head.push(Buffer.from(JSON.stringify(tail.note)));
+    }
+    if (head.length > 1 && tail.whole.length > 0) head.push(COMMA);
     const stats = { ...promptStats(outline.rendered, tail), ...extra };
-    parts.push(Buffer.from(`],"stats":${JSON.stringify(stats)}}`));
-    return Buffer.concat(parts);
+    return [
+      ...head,
+      ...this.#blocks(tail.whole, input.agent, input.cutAt),
+      Buffer.from(`],"stats":${JSON.stringify(stats)}}`),
+    ];
+  }
+
+  /**
+   * The whole messages serialized and joined by commas, in a few blocks: the blocks kept for the
+   * longest run of these messages served before (the same first message, agent and cut time; a
+   * turn appends a message to it), and one new block for the messages after that run.
+   */
+  #blocks(whole: readonly Message[], agent: string, cutAt: string | null): Buffer[] {
+    const first = whole[0];
+    if (!first) return [];
+    const key = `${agent}\0${cutAt ?? ""}`;
+    let runs = this.#runs.get(first);
+    if (!runs || runs.size >= PIECES_PER_MESSAGE)
+      this.#runs.set(first, (runs = new Map<string, Run>()));
+    const run = runs.get(key);
+    const held =
+      run && run.messages.length <= whole.length && run.messages.every((m, i) => whole[i] === m)
+        ? run
+        : undefined;
+    const from = held?.messages.length ?? 0;
+    if (held && from === whole.length) return held.blocks;
+    const pieces: Buffer[] = [];
+    for (let i = from; i < whole.length; i++) {
+      if (i > 0) pieces.push(COMMA);
+      pieces.push(this.#piece(whole[i] as Message, key, agent, cutAt));
+    }
+    const before = held?.blocks ?? [];
+    // Past a few blocks, joined into one again: one copy per BLOCKS_PER_RUN turns of a thread.
+    const blocks =
+      before.length + 1 >= BLOCKS_PER_RUN
+        ? [Buffer.concat([...before, ...pieces])]
+        : [...before, Buffer.concat(pieces)];
+    runs.set(key, { messages: whole.slice(), blocks });
+    return blocks;
   }
 
   #outline(
@@ -144,12 +190,12 @@ export class PromptTurns {
     return outline;
   }
 
-  #piece(message: Message, agent: string, cutAt: string | null): Buffer {
+  /** A whole message serialized; `key` is `agent` and `cutAt` as one string (made once a turn). */
+  #piece(message: Message, key: string, agent: string, cutAt: string | null): Buffer {
     let kept = this.#pieces.get(message);
     if (!kept || kept.size >= PIECES_PER_MESSAGE) {
       this.#pieces.set(message, (kept = new Map<string, Buffer>()));
     }
-    const key = `${agent}\0${cutAt ?? ""}`;
     let piece = kept.get(key);
     if (!piece) {
       piece = Buffer.from(JSON.stringify(wholeMessage(message, agent, cutAt)));
@@ -157,6 +203,12 @@ export class PromptTurns {
     }
     return piece;
   }
+}
+
+/** A run of whole messages served, and their serialized pieces joined by commas in blocks. */
+interface Run {
+  messages: readonly Message[];
+  blocks: Buffer[];
 }
 
 interface KeptOutline {
