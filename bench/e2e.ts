@@ -105,8 +105,22 @@ interface Measured {
   serverCpuMs: number | undefined;
 }
 
-/** Publish + consume-with-ack of `messages` on a plain stream: what JetStream itself allows. */
-async function raw(server: BenchServer, round: number, variant: Variant): Promise<Measured> {
+/**
+ * BENCH_E2E_FLOOR=<k>: each round pair also runs raw's consumer with k fenced writes before each
+ * ack (raw-consumer.ts), on the same server: what the writes alone allow, beside raw and ours.
+ */
+const FLOOR_WRITES = Number(process.env.BENCH_E2E_FLOOR ?? 0);
+
+/**
+ * Publish + consume-with-ack of `messages` on a plain stream: what JetStream itself allows; with
+ * `writes`, each ack waits for that many fenced writes to a stream of their own (the floor).
+ */
+async function raw(
+  server: BenchServer,
+  round: number,
+  variant: Variant,
+  writes = 0,
+): Promise<Measured> {
   const { messages: MESSAGES, threads: THREADS } = variant;
   const nc = await server.connect(`raw${round}`);
   const js = jetstream(nc);
@@ -120,10 +134,25 @@ async function raw(server: BenchServer, round: number, variant: Variant): Promis
   });
   // The durable exists before its process starts (it only binds to it).
   await jsm.consumers.add("RAW", { durable_name: "raw", ack_policy: AckPolicy.Explicit });
+  // The floor's writes: one subject each, as HISTORY's nodes and the id index's keys.
+  if (writes > 0) {
+    await jsm.streams.add({
+      name: "FLOOR",
+      subjects: ["floor.>"],
+      storage: StorageType.File,
+      duplicate_window: nanos(120_000),
+    });
+  }
   const child = new BenchChild(
-    `raw consumer ${round}`,
+    `raw consumer ${round}${writes > 0 ? ` with ${writes} writes a message` : ""}`,
     RAW_CONSUMER,
-    childEnv(server, { RAW_STREAM: "RAW", RAW_DURABLE: "raw", RAW_COUNT: String(MESSAGES) }),
+    childEnv(server, {
+      RAW_STREAM: "RAW",
+      RAW_DURABLE: "raw",
+      RAW_COUNT: String(MESSAGES),
+      RAW_WRITES: String(writes),
+      RAW_WRITE_PREFIX: "floor",
+    }),
   );
   try {
     const load = roundRobin(MESSAGES, THREADS, (t) => `raw.${t}.message.created`);
@@ -147,6 +176,7 @@ async function raw(server: BenchServer, round: number, variant: Variant): Promis
   } finally {
     await child.stop();
     await jsm.streams.delete("RAW");
+    if (writes > 0) await jsm.streams.delete("FLOOR");
   }
 }
 
@@ -326,6 +356,7 @@ async function runVariant(variant: Variant): Promise<Record<string, number>> {
   // worker on the first one's consumer would measure a restart (its first event of each new
   // thread reads CHAT for a gap), not the steady state.
   const raws: Measured[] = [];
+  const floors: Measured[] = [];
   const ourRounds: Awaited<ReturnType<typeof ours>>[] = [];
   const baseRounds: Awaited<ReturnType<typeof ours>>[] = [];
   const baseRound = async (base: string) => {
@@ -342,6 +373,7 @@ async function runVariant(variant: Variant): Promise<Record<string, number>> {
     const server = await startBenchServer("e2e");
     try {
       raws.push(await raw(server, round, variant));
+      if (FLOOR_WRITES > 0) floors.push(await raw(server, round, variant, FLOOR_WRITES));
       ourRounds.push(await ours(server, variant));
     } finally {
       await server.stop();
@@ -392,6 +424,16 @@ async function runVariant(variant: Variant): Promise<Record<string, number>> {
       `; per message: ${our.perMessage}`,
   );
   const prefix = variant.name === "young" ? "e2e" : `e2e.${variant.name}`;
+  let floorMedian: number | undefined;
+  if (floors.length > 0) {
+    const ratios = floors.map((f, i) => (raws[i] as Measured).ms / f.ms).sort((a, b) => a - b);
+    floorMedian = Number((ratios[Math.floor(ratios.length / 2)] ?? NaN).toFixed(3));
+    console.log(
+      `  floor, raw with ${FLOOR_WRITES} fenced writes a message: rounds (msg/s) ${rates(floors)}; ` +
+        `ratio to raw of each pair ${ratios.map((r) => r.toFixed(3)).join(", ")} (median ${floorMedian}); ` +
+        `consumer CPU s ${floors.map((f) => cpuS(f.childCpuMs)).join(", ")} (raw ${raws.map((r) => cpuS(r.childCpuMs)).join(", ")})`,
+    );
+  }
   const figures: Record<string, number> = {
     [`${prefix}.messages`]: MESSAGES,
     [`${prefix}.threads`]: variant.threads,
@@ -413,5 +455,6 @@ async function runVariant(variant: Variant): Promise<Record<string, number>> {
   ];
   for (const [key, value] of optional) if (value !== undefined) figures[key] = Math.round(value);
   if (baseRate !== undefined) figures[`${prefix}.base_msgs_per_sec`] = baseRate;
+  if (floorMedian !== undefined) figures[`${prefix}.floor_pair_ratio_median`] = floorMedian;
   return figures;
 }
