@@ -64,6 +64,8 @@ export interface Summarizer {
    */
   readonly cheap?: boolean;
   summarize(job: SummaryJob, signal?: AbortSignal): Promise<SummaryResult>;
+  /** Gets ready before the first job (an offline summarizer starts its threads). */
+  start?(): Promise<void>;
 }
 
 /**

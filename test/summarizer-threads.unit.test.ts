@@ -95,6 +95,15 @@ describe("the extractive summarizer in worker threads", () => {
     expect(threaded.usage().cpuMs).toBe(pool.cpuMs);
   });
 
+  it("starts its threads before the first job when asked", async () => {
+    const pool = new ExtractPool(1, threadEntry());
+    pools.push(pool);
+    expect(pool.cpuMs).toBe(0);
+    await new ExtractiveSummarizer({ pool }).start();
+    // The thread answered its warm-up line: it started, loaded the summarizer and ran it once.
+    expect(pool.cpuMs).toBeGreaterThan(0);
+  });
+
   it("fails a task the thread cannot do, and goes on with the next", async () => {
     const pool = new ExtractPool(1, threadEntry());
     pools.push(pool);

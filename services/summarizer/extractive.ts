@@ -100,6 +100,18 @@ export class ExtractiveSummarizer implements Summarizer {
     }
   }
 
+  /** Starts the worker threads before the first job, if any (ExtractPool.start). */
+  async start(): Promise<void> {
+    if (!this.#pool || this.#inline) return;
+    try {
+      await this.#pool.start();
+    } catch (err) {
+      if (!(err instanceof PoolUnavailableError)) throw err;
+      this.#inline = true;
+      process.emitWarning(err.message, { code: "OUTLINE_SUMMARIZER_THREADS" });
+    }
+  }
+
   /** Stops the worker threads, if any. */
   async close(): Promise<void> {
     await this.#pool?.close();

@@ -192,6 +192,20 @@ export class ExtractPool {
     });
   }
 
+  /**
+   * Starts every thread now and has each summarize a line once: a thread's start (the loader,
+   * the summarizer's modules, its first compile) then costs nothing once events flow.
+   */
+  async start(): Promise<void> {
+    const warm: ExtractTask = {
+      kind: "leaf",
+      message: { from: "user", to: "agent", text: "Start the summarizer threads." },
+      position: 0,
+      line: 64,
+    };
+    await Promise.all(Array.from({ length: this.size }, () => this.run(warm)));
+  }
+
   /** Ends every thread; tasks not answered yet fail. */
   async close(): Promise<void> {
     this.#closed = true;
