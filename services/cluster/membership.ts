@@ -5,6 +5,7 @@ import { Kvm, type KV, type KvWatchEntry } from "@nats-io/kv";
 import type { QueuedIterator } from "@nats-io/transport-node";
 import { liveMembers, planLeases, type Heartbeat, type LeasePlan } from "../../shared/ownership.ts";
 import type { InfraNames } from "../config/names.ts";
+import { kvKeys } from "../thread-worker/buckets.ts";
 
 /** The bucket of the layout, heartbeats and leases (docs/scale-out.md). */
 export const clusterBucket = (names: Pick<InfraNames, "kvBucket">): string =>
@@ -95,11 +96,7 @@ export async function openClusterBucket(
   return kvm.open(clusterBucket(names));
 }
 
-/**
- * Reads the bucket once: what `GET /cluster` and `outline cluster` show. Its keys come from one
- * stream info, not `kv.keys()`: that creates a consumer, which a loaded R3 cluster answered once
- * only after minutes (CI's case (b) of the cluster test); each request here has a timeout.
- */
+/** Reads the bucket once: what `GET /cluster` and `outline cluster` show. */
 export async function readCluster(
   kv: KV,
   jsm: JetStreamManager,
@@ -108,15 +105,10 @@ export async function readCluster(
 ): Promise<ClusterView> {
   const view: ClusterView = { members: [], partitions: 0, leases: {} };
   const now = Date.now();
-  const prefix = `$KV.${clusterBucket(names)}.`;
-  const info = await jsm.streams.info(`KV_${clusterBucket(names)}`, {
-    subjects_filter: `${prefix}>`,
-  });
-  const keys = Object.keys(info.state.subjects ?? {}).map((subject) =>
-    subject.slice(prefix.length),
-  );
-  for (const key of keys.sort()) {
-    const entry = await kv.get(key);
+  const keys = await kvKeys(jsm, clusterBucket(names));
+  const entries = await Promise.all(keys.map((key) => kv.get(key)));
+  for (const [i, key] of keys.entries()) {
+    const entry = entries[i];
     if (!entry || entry.operation !== "PUT") continue;
     if (key === "layout") {
       view.partitions = entry.json<{ partitions: number }>().partitions ?? 0;

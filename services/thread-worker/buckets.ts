@@ -39,6 +39,17 @@ export const kvSubject = (bucket: string, key: string): string => `$KV.${bucket}
 export const kvStream = (bucket: string): string => `KV_${bucket}`;
 
 /**
+ * The keys of `bucket` that hold a message (a delete marker included), from one stream info. Not
+ * `kv.keys()`: that opens a consumer on the stream, which a loaded R3 cluster failed to answer
+ * (the cluster test's case (b)), and which can list a key written meanwhile twice.
+ */
+export async function kvKeys(jsm: JetStreamManager, bucket: string): Promise<string[]> {
+  const prefix = kvSubject(bucket, "");
+  const info = await jsm.streams.info(kvStream(bucket), { subjects_filter: `${prefix}>` });
+  return Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
+}
+
+/**
  * Creates the worker's buckets when missing and opens them (an existing bucket is used as is).
  * File storage and history 1: only the latest value matters. Call after ensureTopology.
  */

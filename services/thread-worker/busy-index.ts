@@ -2,7 +2,7 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { ThreadState } from "../../shared/thread.ts";
 import { isAtRest } from "../../shared/thread.ts";
-import { kvStream, kvSubject } from "./buckets.ts";
+import { kvKeys, kvStream, kvSubject } from "./buckets.ts";
 
 /**
  * Threads whose stored state has work outstanding (summaries asked, cuts or a batch waiting, free
@@ -37,16 +37,8 @@ export class BusyIndex {
     });
   }
 
-  /**
-   * The busy threads, from one stream info (the bucket holds busy threads only). Not
-   * `kv.keys()`: its consumer failed to open on a loaded R3 cluster, and a thread handed over
-   * with a summary outstanding was then never woken (the cluster test's case (b)).
-   */
-  async list(): Promise<string[]> {
-    const prefix = kvSubject(this.#bucket, "");
-    const info = await this.#jsm.streams.info(kvStream(this.#bucket), {
-      subjects_filter: `${prefix}>`,
-    });
-    return Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
+  /** The busy threads (the bucket holds busy threads only: unmark purges). */
+  list(): Promise<string[]> {
+    return kvKeys(this.#jsm, this.#bucket);
   }
 }
