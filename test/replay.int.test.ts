@@ -261,6 +261,23 @@ describe("outline replay", () => {
     }
   });
 
+  it("--all --verify reports a snapshot whose thread has no events, and not a deleted key", async () => {
+    const some = expected.values().next().value as OutlineSnapshot;
+    await kv.put("rp-ghost", JSON.stringify({ ...some, thread: "rp-ghost" }));
+    await kv.put("rp-gone", JSON.stringify({ ...some, thread: "rp-gone" }));
+    await kv.delete("rp-gone");
+    try {
+      const r = await replay(["--all", "--verify"]);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toContain("thread rp-ghost: ");
+      expect(r.stdout).not.toContain("thread rp-gone");
+      expect(r.stdout).toContain("verify: 1 thread differ");
+    } finally {
+      await kv.purge("rp-ghost");
+      await kv.purge("rp-gone");
+    }
+  });
+
   it("a node missing from HISTORY is an error naming it; --resummarize builds and publishes it", async () => {
     const [thread, node] = [...modelNodes.entries()][0] as [
       string,

@@ -8,6 +8,7 @@ import { loadSettings, type Config } from "../../config/load.ts";
 import { connectNats, redactUrl } from "../../nats/connect.ts";
 import { subjects } from "../../nats/subjects.ts";
 import { createSummarizer } from "../../summarizer/index.ts";
+import { kvKeys } from "../../thread-worker/buckets.ts";
 import { UsageError } from "../args.ts";
 import { parseReplayArgs, REPLAY_USAGE, type ReplayArgs } from "./args.ts";
 import { compareSnapshots, formatDifference } from "./compare.ts";
@@ -232,7 +233,7 @@ async function verify(session: Session, threads: Map<string, ThreadReplay>): Pro
   }
   if (session.args.all) {
     // A snapshot whose thread has no events left: deleted, or written by something else.
-    for await (const thread of await kv.keys()) {
+    for (const thread of await kvKeys(session.access.jsm, config.names.kvBucket)) {
       if (!checked.has(thread)) report(thread, await storedSnapshot(kv, thread), undefined);
     }
   }
