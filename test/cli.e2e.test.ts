@@ -322,6 +322,7 @@ describe("outline send from stdin, import, dead", () => {
     for (const [t, seq] of [
       ["dead-a", 11],
       ["dead-b", 12],
+      ["dead-a", 13],
     ] as const) {
       await publishDeadLetter(js, names, {
         reason: `bad body of ${t}`,
@@ -348,6 +349,25 @@ describe("outline send from stdin, import, dead", () => {
     expect(none.stderr).toContain("0 dead letters");
     const bad = await outline("dead", "--since", "yesterday");
     expect(bad.code).toBe(2);
+    // The newest of them, unfiltered (read from the stream's end) and by thread.
+    const last = await outline("dead", "--limit", "1", "--json");
+    expect(
+      last.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { seq: number }),
+    ).toEqual([expect.objectContaining({ thread: "dead-a", seq: 13 })]);
+    const lastOfB = await outline("dead", "--thread", "dead-b", "--limit", "5");
+    expect(lastOfB.stdout).toContain(`(${names.chatStream} #12)`);
+    expect(lastOfB.stdout).not.toContain("dead-a");
+    const twoOfA = await outline("dead", "--thread", "dead-a", "--limit", "2");
+    expect(twoOfA.stdout.indexOf("#11)")).toBeGreaterThan(-1);
+    expect(twoOfA.stdout.indexOf("#13)")).toBeGreaterThan(twoOfA.stdout.indexOf("#11)"));
+    const oneOfA = await outline("dead", "--thread", "dead-a", "--limit", "1");
+    expect(oneOfA.stdout).toContain(`(${names.chatStream} #13)`);
+    expect(oneOfA.stdout).not.toContain("#11)");
+    expect(oneOfA.stderr).toContain("1 dead letter (thread dead-a, the newest 1)");
+    expect((await outline("dead", "--limit", "0")).code).toBe(2);
   });
 
   it("exits quietly when its reader goes away (| head)", async () => {

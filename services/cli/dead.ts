@@ -5,7 +5,7 @@ import { parse, str, UsageError } from "./args.ts";
 import type { Command } from "./command.ts";
 import { withSession } from "./session.ts";
 
-const USAGE = `usage: outline dead [--thread T] [--since TIME] [--json] [--bytes N]
+const USAGE = `usage: outline dead [--thread T] [--since TIME] [--limit N] [--json] [--bytes N]
 
 Lists the dead letters: events the worker did not apply (they did not parse or validate), oldest
 first, each with when it was recorded, the subject it came on, the reason, where the whole event
@@ -13,6 +13,7 @@ is (stream and sequence) and the first bytes of the original (README: The contra
 
   --thread T     only those that came on thread T's subjects
   --since TIME   only those recorded since TIME: ISO-8601 (2026-05-01T10:00Z) or an age (90s, 15m, 2h, 7d)
+  --limit N      only the newest N of those (still listed oldest first)
   --json         one JSON object per line: { time, subject, thread, reason, stream, seq, bytes, original, truncated }
   --bytes N      how much of the original to show (default 120)`;
 
@@ -87,6 +88,7 @@ export const dead: Command = {
         since: { type: "string" },
         json: { type: "boolean" },
         bytes: { type: "string" },
+        limit: { type: "string" },
       },
       0,
     );
@@ -96,6 +98,10 @@ export const dead: Command = {
     const keep = Number(str(args.values.bytes) ?? "120");
     if (!Number.isInteger(keep) || keep < 0)
       throw new UsageError(`--bytes must be a whole number ≥ 0`);
+    const limitText = str(args.values.limit);
+    const limit = limitText === undefined ? undefined : Number(limitText);
+    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1))
+      throw new UsageError(`--limit must be a whole number ≥ 1`);
     const thread = str(args.values.thread);
     const json = args.values.json === true;
     return withSession(async ({ nc, config }) => {
@@ -106,13 +112,26 @@ export const dead: Command = {
           `stream ${stream} is not there (${(err as Error).message}); the worker creates it ('npm start'), or set NATS_URL to the server it uses`,
         );
       });
-      let shown = 0;
+      // With --limit, the newest `limit` that match are kept while the rest stream past.
+      const kept: DeadEntry[] = [];
+      let matched = 0;
+      const show = (entry: DeadEntry) => {
+        if (json) out.line(JSON.stringify(entry));
+        else for (const line of formatDead(entry)) out.line(line);
+      };
       if (info.state.messages > 0) {
+        // Unfiltered, the newest `limit` are the stream's last sequences: read only those.
+        const startSeq =
+          limit !== undefined && thread === undefined && since === undefined
+            ? Math.max(info.state.first_seq, info.state.last_seq - limit + 1)
+            : undefined;
         const consumer = await jetstream(nc).consumers.get(
           stream,
           since
             ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: since.toISOString() }
-            : {},
+            : startSeq !== undefined
+              ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: startSeq }
+              : {},
         );
         // Pulled in pages until none is left: an ordered consumer would otherwise wait for more.
         for (let done = false; !done;) {
@@ -123,17 +142,22 @@ export const dead: Command = {
             if (m.info.pending === 0) done = true;
             const entry = deadEntry(m, config.names.chatPrefix, keep);
             if (thread !== undefined && entry.thread !== thread) continue;
-            shown += 1;
-            if (json) out.line(JSON.stringify(entry));
-            else for (const line of formatDead(entry)) out.line(line);
+            matched += 1;
+            if (limit === undefined) show(entry);
+            // Trimmed in halves, not shifted one by one: linear however many stream past.
+            else if (kept.push(entry) >= 2 * limit) kept.splice(0, kept.length - limit);
           }
           if (count === 0) done = true;
         }
       }
+      const newest = limit === undefined ? [] : kept.slice(-limit);
+      newest.forEach(show);
+      const shown = limit === undefined ? matched : newest.length;
       if (!json) {
         const filters = [
           thread && `thread ${thread}`,
           since && `since ${since.toISOString()}`,
+          limit !== undefined && `the newest ${limit}`,
         ].filter(Boolean);
         process.stderr.write(
           `${shown} dead letter${shown === 1 ? "" : "s"}${filters.length > 0 ? ` (${filters.join(", ")})` : ""}; ${info.state.messages} in stream ${stream}\n`,
