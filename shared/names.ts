@@ -50,6 +50,12 @@ export function fromLineName(id: number, n: number): NodeRef {
   return { level: Math.log2(n), index: id / n };
 }
 
+/** The node an outline line shows (a line's id and n follow the rule: no check). */
+export const lineRef = (line: { id: number; n: number }): NodeRef => ({
+  level: Math.log2(line.n),
+  index: line.id / line.n,
+});
+
 /** Parses the text form `id+n`. */
 export function parseLineName(name: string): NodeRef {
   const match = /^(\d+)\+(\d+)$/.exec(name);

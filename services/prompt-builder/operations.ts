@@ -1,6 +1,6 @@
 import { ZoomError } from "../../shared/errors.ts";
 import type { Message } from "../../shared/events.ts";
-import type { NodeRef } from "../../shared/names.ts";
+import { lineRef, type NodeRef } from "../../shared/names.ts";
 import {
   buildAnthropicPrompt,
   buildOpenAIPrompt,
@@ -97,11 +97,6 @@ interface ThreadView {
   whole: StoredMessage[];
   newer: number;
 }
-
-const asRef = (line: { id: number; n: number }): NodeRef => ({
-  level: Math.log2(line.n),
-  index: line.id / line.n,
-});
 
 function missing(what: string, thread: string): ApiError {
   return new ApiError(
@@ -337,7 +332,7 @@ export function createOperations(
       const initial = snapshot ? snapshot.count : (await newer()).length;
       if (!snapshot && initial === 0) throw notFound(thread);
       const scope: ZoomScope = {
-        outline: (snapshot?.lines ?? []).map(asRef),
+        outline: (snapshot?.lines ?? []).map(lineRef),
         boundary: snapshot?.boundary ?? 0,
         count: initial,
       };

@@ -1,5 +1,6 @@
 import { dueScore, mostDuePair } from "../../../shared/batch.ts";
 import { foldNewlines } from "../../../shared/bytes.ts";
+import { lineRef } from "../../../shared/names.ts";
 import type { CoreSettings } from "../../../shared/settings.ts";
 import type { OutlineSnapshot } from "../../../shared/snapshot.ts";
 import { estimateMessageTokens } from "../../../shared/tokens.ts";
@@ -23,14 +24,9 @@ interface Whole {
   note?: string;
 }
 
-const asRef = (line: { level: number; id: number; n: number }) => ({
-  level: line.level,
-  index: line.id / line.n,
-});
-
 /** The pair of lines the next merge batch takes first, with its due score. */
 export function nextMerge(snapshot: OutlineSnapshot): NextMerge | null {
-  const refs = snapshot.lines.map(asRef);
+  const refs = snapshot.lines.map(lineRef);
   const index = mostDuePair(refs, snapshot.boundary);
   if (index < 0) return null;
   return {
