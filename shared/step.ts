@@ -8,6 +8,7 @@ import {
   deleteThread,
   outboxPublished,
   restartJobs,
+  summariesBuilt,
   summaryBuilt,
   summaryFailed,
   takeJobs,
@@ -99,9 +100,7 @@ export function step(core: ThreadState, event: ThreadEvent): Step {
       effects.push(changed(core));
       break;
     case "summaries.built":
-      for (const node of event.nodes) {
-        core = summaryBuilt(core, { level: node.level, index: node.index }, node.text).state;
-      }
+      core = summariesBuilt(core, event.nodes);
       core = dispatch(core, effects);
       effects.push(changed(core));
       break;

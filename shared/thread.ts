@@ -528,6 +528,35 @@ export function summaryBuilt(
   }
 }
 
+/**
+ * Several summaries that came back together: the same as `summaryBuilt` for each in order (those
+ * not awaited are ignored), in one transition, so the state and its lists are copied once for
+ * all of them, not once per node.
+ */
+export function summariesBuilt(
+  state: ThreadState,
+  nodes: readonly (NodeRef & { text: string })[],
+): ThreadState {
+  if (state.deleted || nodes.length === 0) return state;
+  const outer = beginDraft();
+  try {
+    let s: ThreadState | undefined;
+    for (const node of nodes) {
+      const lists = s ?? state;
+      const inflight = lists.inflight.findIndex((r) => sameRef(r, node));
+      const wanted = inflight < 0 ? lists.wanted.findIndex((r) => sameRef(r, node)) : -1;
+      if (inflight < 0 && wanted < 0) continue;
+      s ??= { ...state };
+      if (inflight >= 0) (s.inflight = writable(s.inflight)).splice(inflight, 1);
+      else (s.wanted = writable(s.wanted)).splice(wanted, 1);
+      applyBuilt(s, { level: node.level, index: node.index }, node.text);
+    }
+    return s ?? state;
+  } finally {
+    endDraft(outer);
+  }
+}
+
 /** Stores the summary of an awaited node (taken off the lists already) and applies what it allows. */
 function applyBuilt(s: ThreadState, ref: NodeRef, text: string): void {
   if (text.trim() === "") {

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { mostDuePair } from "../shared/batch.ts";
 import { utf8Bytes } from "../shared/bytes.ts";
 import { jobFor } from "../shared/job-view.ts";
-import { nodeId, nodeSize } from "../shared/names.ts";
+import { nodeId, nodeSize, type NodeRef } from "../shared/names.ts";
 import { buildOpenAIPrompt } from "../shared/prompt.ts";
 import { replayLog } from "../shared/replay.ts";
 import type { CoreSettings } from "../shared/settings.ts";
@@ -14,6 +14,7 @@ import {
   isSettled,
   outboxPublished,
   restartJobs,
+  summariesBuilt,
   summaryBuilt,
   summaryFailed,
   takeJobs,
@@ -194,6 +195,49 @@ describe("outline properties over random conversations", () => {
           }
           previous = json;
           cuts = s.stats.cuts;
+        }
+      }),
+      { numRuns: runs },
+    );
+  });
+});
+
+describe("summaries that come back together", () => {
+  it("leave the state summaryBuilt leaves for each in turn, ignored and repeated nodes included", () => {
+    fc.assert(
+      fc.property(scenarioArb, (sc) => {
+        const log = logOf("p9", sc.texts);
+        let s = initialThreadState("p9", sc.settings);
+        let i = 0;
+        for (let step = 0; step < 4 * log.length + 64; step++) {
+          const choice = sc.choices[step % sc.choices.length] ?? 0;
+          s = takeJobs(s, undefined, i < log.length).state;
+          const awaited = [...s.inflight, ...s.wanted];
+          if (i < log.length && (awaited.length === 0 || choice % 3 === 0)) {
+            const entry = log[i++];
+            if (entry) s = appendMessage(s, entry.message, entry.seq).state;
+          } else if (awaited.length > 0) {
+            // A batch of awaited nodes in a scrambled order, with a repeat and an unknown node.
+            const picked: NodeRef[] = [];
+            for (let k = 0; k <= choice % 5; k++) {
+              const ref = awaited[(choice + k * 7) % awaited.length];
+              if (ref) picked.push(ref);
+            }
+            if (choice % 4 === 1) picked.push(picked[0] as NodeRef);
+            if (choice % 5 === 2) picked.unshift({ level: 9, index: 9 });
+            const nodes = picked.map((ref) => ({
+              level: ref.level,
+              index: ref.index,
+              text: ref.level === 9 ? "not awaited" : fakeSummary(jobFor(s, ref)),
+            }));
+            let one = s;
+            for (const node of nodes) one = summaryBuilt(one, node, node.text).state;
+            const together = summariesBuilt(s, nodes);
+            expect(together).toEqual(one);
+            s = together;
+          } else break;
+          checkInvariants(s);
+          s = outboxPublished(s, s.outbox.length);
         }
       }),
       { numRuns: runs },

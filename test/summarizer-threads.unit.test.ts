@@ -1,4 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
+import { getEventListeners } from "node:events";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -24,6 +25,14 @@ import {
   tsxApiFor,
 } from "../services/summarizer/pool.ts";
 import { multiSession } from "../bench/support/sessions.ts";
+
+/** A task that keeps a thread busy for a while. */
+const LONG_LEAF = {
+  kind: "leaf" as const,
+  message: { from: "Ana", text: "word ".repeat(20_000) },
+  position: 0,
+  line: 512,
+};
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** node_modules/.cache, which a fresh `npm ci` does not create. */
@@ -122,12 +131,7 @@ describe("the extractive summarizer in worker threads", () => {
 
   it("stops waiting for an aborted task, and fails what is pending when closed", async () => {
     const pool = new ExtractPool(1, threadEntry());
-    const task = {
-      kind: "leaf" as const,
-      message: { from: "Ana", text: "word ".repeat(20_000) },
-      position: 0,
-      line: 512,
-    };
+    const task = LONG_LEAF;
     const controller = new AbortController();
     // The first two go to the thread; they are ended with it.
     const inThread = Promise.allSettled([pool.run(task), pool.run(task)]);
@@ -140,6 +144,23 @@ describe("the extractive summarizer in worker threads", () => {
     await expect(pool.run(task)).rejects.toThrow(/closed/);
     // Whether they finished before the thread was ended or failed with it, none hangs.
     expect(await inThread).toHaveLength(2);
+  });
+
+  it("listens once to a signal its tasks share, and fails all of them when it aborts", async () => {
+    const pool = new ExtractPool(1, threadEntry());
+    pools.push(pool);
+    const task = LONG_LEAF;
+    const controller = new AbortController();
+    const runs = [1, 2, 3].map(() => pool.run(task, controller.signal));
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(1);
+    controller.abort(new Error("jobs stopped"));
+    for (const run of runs) await expect(run).rejects.toThrow("jobs stopped");
+    // A task answered before its signal aborts keeps its answer.
+    const later = new AbortController();
+    const answered = pool.run({ ...task, message: { from: "Ana", text: "Hi." } }, later.signal);
+    expect((await answered).text).toContain("Hi");
+    later.abort();
+    expect((await answered).text).toContain("Hi");
   });
 
   it("summarizes on the event loop when its threads cannot start", async () => {

@@ -83,7 +83,6 @@ interface Waiting {
   resolve(result: ExtractAnswer): void;
   reject(err: Error): void;
   signal: AbortSignal | undefined;
-  onAbort?: () => void;
 }
 
 interface Slot {
@@ -132,6 +131,8 @@ export class ExtractPool {
   #flushing = false;
   #unavailable: PoolUnavailableError | undefined;
   #cpuMs = 0;
+  /** Tasks not settled yet, by the abort signal they were given (`#listen`). */
+  readonly #bySignal = new WeakMap<AbortSignal, Set<Waiting>>();
 
   constructor(size: number, entry: URL = threadEntry()) {
     if (!existsSync(fileURLToPath(entry))) {
@@ -170,14 +171,7 @@ export class ExtractPool {
     return new Promise<ExtractAnswer>((resolve, reject) => {
       const slot = node ? slotOf(node.thread, this.size) : -1;
       const waiting: Waiting = { id: this.#next++, task, node, slot, resolve, reject, signal };
-      if (signal) {
-        waiting.onAbort = () => {
-          const at = this.#queue.indexOf(waiting);
-          if (at >= 0) this.#queue.splice(at, 1);
-          reject(abortError(signal));
-        };
-        signal.addEventListener("abort", waiting.onAbort, { once: true });
-      }
+      if (signal) this.#listen(signal).add(waiting);
       this.#queue.push(waiting);
       // Threads start with the first task: a process that never summarizes never starts one.
       while (this.#slots.length < this.size) this.#slots.push(this.#spawn());
@@ -316,9 +310,34 @@ export class ExtractPool {
     }
   }
 
-  /** The task's callbacks, its abort listener removed. */
+  /**
+   * The tasks waiting under `signal`, with one abort listener for all of them: a listener added
+   * and removed per task was most of what asking for a node cost the event loop (bench e2e heavy).
+   */
+  #listen(signal: AbortSignal): Set<Waiting> {
+    let tasks = this.#bySignal.get(signal);
+    if (!tasks) {
+      const waiting = (tasks = new Set());
+      this.#bySignal.set(signal, waiting);
+      signal.addEventListener(
+        "abort",
+        () => {
+          this.#bySignal.delete(signal);
+          for (const task of waiting) {
+            const at = this.#queue.indexOf(task);
+            if (at >= 0) this.#queue.splice(at, 1);
+            task.reject(abortError(signal));
+          }
+        },
+        { once: true },
+      );
+    }
+    return tasks;
+  }
+
+  /** The task's callbacks, the task no longer waiting on its abort signal. */
   #settle(waiting: Waiting): Pick<Waiting, "resolve" | "reject"> {
-    if (waiting.onAbort) waiting.signal?.removeEventListener("abort", waiting.onAbort);
+    if (waiting.signal) this.#bySignal.get(waiting.signal)?.delete(waiting);
     return waiting;
   }
 }

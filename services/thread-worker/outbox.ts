@@ -1,3 +1,4 @@
+import type { SummaryEvent } from "../../shared/history.ts";
 import type { OutboxNode } from "../../shared/thread.ts";
 import { METRIC } from "./metrics.ts";
 import type { SlotTools } from "./slot-tools.ts";
@@ -13,17 +14,19 @@ export async function publishOutbox(
   const { ctx, thread } = tools;
   await Promise.all(
     outbox.map((node) =>
-      tools.retry(`publish free node ${node.level}:${node.index} to HISTORY`, () =>
-        ctx.history.publish({
+      tools.retry(`publish free node ${node.level}:${node.index} to HISTORY`, () => {
+        const event: SummaryEvent = {
           thread,
           level: node.level,
           index: node.index,
           text: node.text,
           until: node.until,
           by: "free",
-          ...(node.message ? { message: node.message } : {}),
-        }),
-      ),
+        };
+        // Set, not spread in: a spread copy is V8's slow path (one event per node).
+        if (node.message) event.message = node.message;
+        return ctx.history.publish(event);
+      }),
     ),
   );
   for (const node of outbox) {
