@@ -78,105 +78,138 @@ export class MetricRegistry {
 }
 
 /** The series the thread worker reports (scraped by the prompt-builder's /metrics). */
-export const METRIC = {
-  events: "outline_worker_events_applied_total",
-  duplicates: "outline_worker_duplicates_total",
-  deadLetters: "outline_worker_dead_letters_total",
-  summaries: "outline_worker_summaries_total",
-  summaryRetries: "outline_worker_summarizer_retries_total",
-  summaryFailures: "outline_worker_summarizer_failures_total",
-  tokens: "outline_worker_summarizer_tokens_total",
-  modelCalls: "outline_worker_summarizer_calls_total",
-  summarizerCpu: "outline_worker_summarizer_cpu_seconds_total",
-  cuts: "outline_worker_cuts_total",
-  batches: "outline_worker_merge_batches_total",
-  merges: "outline_worker_merges_total",
-  actors: "outline_worker_actors",
-  rehydrations: "outline_worker_rehydrations_total",
-  passivations: "outline_worker_passivations_total",
-  backlogHolds: "outline_worker_backlog_holds_total",
-  stateSaves: "outline_worker_state_saves_total",
-  snapshotWrites: "outline_worker_snapshot_writes_total",
-  threadErrors: "outline_worker_thread_errors_total",
-  gapFills: "outline_worker_gap_events_total",
-  gapReads: "outline_worker_gap_reads_total",
-  gapReadsSkipped: "outline_worker_gap_reads_skipped_total",
-  lag: "outline_worker_consumer_pending",
-  ackPending: "outline_worker_consumer_ack_pending",
-  inflight: "outline_worker_summarizer_inflight",
-} as const;
+const SERIES = {
+  events: {
+    name: "outline_worker_events_applied_total",
+    type: "counter",
+    help: "Chat events applied to thread actors, by kind (message, deleted).",
+  },
+  duplicates: {
+    name: "outline_worker_duplicates_total",
+    type: "counter",
+    help: "Chat events skipped as already applied, by why (seq, id).",
+  },
+  deadLetters: {
+    name: "outline_worker_dead_letters_total",
+    type: "counter",
+    help: "Events recorded on the dead-letter subject instead of applied.",
+  },
+  summaries: {
+    name: "outline_worker_summaries_total",
+    type: "counter",
+    help: "Summary nodes built, by kind (leaf, merge) and source (model, free, history: reused after a restart).",
+  },
+  summaryRetries: {
+    name: "outline_worker_summarizer_retries_total",
+    type: "counter",
+    help: "Summarizer calls retried after a retryable error.",
+  },
+  summaryFailures: {
+    name: "outline_worker_summarizer_failures_total",
+    type: "counter",
+    help: "Summarizer jobs failed back after a terminal error.",
+  },
+  tokens: {
+    name: "outline_worker_summarizer_tokens_total",
+    type: "counter",
+    help: "Summarizer tokens, by type (input, cached, output).",
+  },
+  modelCalls: {
+    name: "outline_worker_summarizer_calls_total",
+    type: "counter",
+    help: "Model calls made by the summarizer.",
+  },
+  summarizerCpu: {
+    name: "outline_worker_summarizer_cpu_seconds_total",
+    type: "counter",
+    help: "CPU seconds the offline summarizer used in this process, its threads and the event loop.",
+  },
+  cuts: {
+    name: "outline_worker_cuts_total",
+    type: "counter",
+    help: "Cuts applied (messages leaving the tail into the outline).",
+  },
+  batches: {
+    name: "outline_worker_merge_batches_total",
+    type: "counter",
+    help: "Merge batches applied.",
+  },
+  merges: {
+    name: "outline_worker_merges_total",
+    type: "counter",
+    help: "Pairs merged by merge batches.",
+  },
+  actors: { name: "outline_worker_actors", type: "gauge", help: "Thread actors in memory." },
+  rehydrations: {
+    name: "outline_worker_rehydrations_total",
+    type: "counter",
+    help: "Actors restored from their persisted state.",
+  },
+  passivations: {
+    name: "outline_worker_passivations_total",
+    type: "counter",
+    help: "Idle actors persisted and stopped.",
+  },
+  backlogHolds: {
+    name: "outline_worker_backlog_holds_total",
+    type: "counter",
+    help: "Times a thread held new chat events because too many messages wait for summaries.",
+  },
+  stateSaves: {
+    name: "outline_worker_state_saves_total",
+    type: "counter",
+    help: "Actor state writes to the actor bucket.",
+  },
+  snapshotWrites: {
+    name: "outline_worker_snapshot_writes_total",
+    type: "counter",
+    help: "Outline snapshot writes to the snapshot bucket.",
+  },
+  threadErrors: {
+    name: "outline_worker_thread_errors_total",
+    type: "counter",
+    help: "Unexpected errors that reset a thread's actor.",
+  },
+  gapFills: {
+    name: "outline_worker_gap_events_total",
+    type: "counter",
+    help: "Events read from CHAT ahead of their redelivery, to keep order.",
+  },
+  gapReads: {
+    name: "outline_worker_gap_reads_total",
+    type: "counter",
+    help: "Direct gets on CHAT looking for a gap before a delivered event.",
+  },
+  gapReadsSkipped: {
+    name: "outline_worker_gap_reads_skipped_total",
+    type: "counter",
+    help: "Gap reads not needed: this worker saw every delivery of the consumer since the thread's cursor.",
+  },
+  lag: {
+    name: "outline_worker_consumer_pending",
+    type: "gauge",
+    help: "Chat events not yet delivered to a worker (consumer num_pending).",
+  },
+  ackPending: {
+    name: "outline_worker_consumer_ack_pending",
+    type: "gauge",
+    help: "Chat events delivered and not yet acknowledged.",
+  },
+  inflight: {
+    name: "outline_worker_summarizer_inflight",
+    type: "gauge",
+    help: "Summarizer calls in flight in this process.",
+  },
+} as const satisfies Record<string, { name: string; type: Family["type"]; help: string }>;
+
+/** Each series' metric name, by the key the worker uses. */
+export const METRIC = Object.fromEntries(
+  Object.entries(SERIES).map(([key, { name }]) => [key, name]),
+) as { [K in keyof typeof SERIES]: (typeof SERIES)[K]["name"] };
 
 export function workerMetrics(): MetricRegistry {
   const r = new MetricRegistry();
-  r.define(
-    METRIC.events,
-    "counter",
-    "Chat events applied to thread actors, by kind (message, deleted).",
-  );
-  r.define(
-    METRIC.duplicates,
-    "counter",
-    "Chat events skipped as already applied, by why (seq, id).",
-  );
-  r.define(
-    METRIC.deadLetters,
-    "counter",
-    "Events recorded on the dead-letter subject instead of applied.",
-  );
-  r.define(
-    METRIC.summaries,
-    "counter",
-    "Summary nodes built, by kind (leaf, merge) and source (model, free, history: reused after a restart).",
-  );
-  r.define(METRIC.summaryRetries, "counter", "Summarizer calls retried after a retryable error.");
-  r.define(
-    METRIC.summaryFailures,
-    "counter",
-    "Summarizer jobs failed back after a terminal error.",
-  );
-  r.define(METRIC.tokens, "counter", "Summarizer tokens, by type (input, cached, output).");
-  r.define(METRIC.modelCalls, "counter", "Model calls made by the summarizer.");
-  r.define(
-    METRIC.summarizerCpu,
-    "counter",
-    "CPU seconds the offline summarizer used in this process, its threads and the event loop.",
-  );
-  r.define(METRIC.cuts, "counter", "Cuts applied (messages leaving the tail into the outline).");
-  r.define(METRIC.batches, "counter", "Merge batches applied.");
-  r.define(METRIC.merges, "counter", "Pairs merged by merge batches.");
-  r.define(METRIC.actors, "gauge", "Thread actors in memory.");
-  r.define(METRIC.rehydrations, "counter", "Actors restored from their persisted state.");
-  r.define(METRIC.passivations, "counter", "Idle actors persisted and stopped.");
-  r.define(
-    METRIC.backlogHolds,
-    "counter",
-    "Times a thread held new chat events because too many messages wait for summaries.",
-  );
-  r.define(METRIC.stateSaves, "counter", "Actor state writes to the actor bucket.");
-  r.define(METRIC.snapshotWrites, "counter", "Outline snapshot writes to the snapshot bucket.");
-  r.define(METRIC.threadErrors, "counter", "Unexpected errors that reset a thread's actor.");
-  r.define(
-    METRIC.gapFills,
-    "counter",
-    "Events read from CHAT ahead of their redelivery, to keep order.",
-  );
-  r.define(
-    METRIC.gapReads,
-    "counter",
-    "Direct gets on CHAT looking for a gap before a delivered event.",
-  );
-  r.define(
-    METRIC.gapReadsSkipped,
-    "counter",
-    "Gap reads not needed: this worker saw every delivery of the consumer since the thread's cursor.",
-  );
-  r.define(
-    METRIC.lag,
-    "gauge",
-    "Chat events not yet delivered to a worker (consumer num_pending).",
-  );
-  r.define(METRIC.ackPending, "gauge", "Chat events delivered and not yet acknowledged.");
-  r.define(METRIC.inflight, "gauge", "Summarizer calls in flight in this process.");
+  for (const { name, type, help } of Object.values(SERIES)) r.define(name, type, help);
   return r;
 }
 
