@@ -1,6 +1,6 @@
-import type { KvEntry } from "@nats-io/kv";
 import { toSnapshot, type OutlineSnapshot } from "../../shared/snapshot.ts";
 import type { ThreadState } from "../../shared/thread.ts";
+import type { KvRead } from "../nats/kv-leader-reader.ts";
 import type { SlotTools } from "./slot-tools.ts";
 import { notOlder, parseSnapshot, writeSnapshot } from "./snapshot-writer.ts";
 
@@ -60,7 +60,7 @@ export class SnapshotSchedule {
   }
 
   /** The thread's key as the slot found it on load (null: never written). */
-  found(entry: KvEntry | null): void {
+  found(entry: KvRead | null): void {
     this.revision = entry?.revision ?? 0;
     // Parsed once here, not on each write while the thread catches up.
     this.#found = entry?.operation === "PUT" ? parseSnapshot(entry.value) : undefined;

@@ -1,5 +1,5 @@
-import type { KvEntry } from "@nats-io/kv";
 import type { ThreadState } from "../../shared/thread.ts";
+import type { KvRead } from "../nats/kv-leader-reader.ts";
 import type { AckLedger } from "./acks.ts";
 import {
   ActorStateError,
@@ -21,7 +21,7 @@ import type { SnapshotSchedule } from "./snapshot-schedule.ts";
 /** What `read` found of a thread in the actor bucket. */
 export interface StoredRead {
   /** The bucket's entry: null when the thread was never stored, a DEL/PURGE when deleted. */
-  entry: KvEntry | null;
+  entry: KvRead | null;
   /** The record, its tail and node texts read back; undefined when there is none. */
   restored?: { snapshot: PersistedActor; seen: number; erasing: boolean };
 }
@@ -64,14 +64,16 @@ export class StoredState {
    */
   async read(found: () => void): Promise<StoredRead> {
     const { ctx, thread } = this.#tools;
-    const { buckets, jsm, names } = ctx;
-    const entry = await this.#tools.retry("read actor state", () => buckets.actors.get(thread));
+    const { buckets, jsm, names, kvReads } = ctx;
+    const entry = await this.#tools.retry("read actor state", () =>
+      kvReads.get(buckets.names.actors, thread),
+    );
     let restored: StoredRead["restored"];
     // A thread never stored has no snapshot of ours either: its first write creates the key (a
     // snapshot someone else wrote is met by the writer's fence, snapshot-writer.ts). A stored
     // one's snapshot is read while its tail and nodes are: one leader round less per load.
     const reading = entry
-      ? this.#tools.retry("read snapshot", () => buckets.snapshots.get(thread))
+      ? this.#tools.retry("read snapshot", () => kvReads.get(names.kvBucket, thread))
       : null;
     // Awaited below; a restore that throws first must not leave its failure unhandled.
     reading?.catch(() => undefined);

@@ -2,6 +2,7 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { InspectionEvent } from "xstate";
 import type { CoreSettings } from "../../shared/settings.ts";
 import type { InfraNames } from "../config/names.ts";
+import type { KvLeaderReader } from "../nats/kv-leader-reader.ts";
 import type { KvWrites } from "../nats/kv-writer.ts";
 import type { Subjects } from "../nats/subjects.ts";
 import type { MeteredSummarizer } from "../summarizer/index.ts";
@@ -27,8 +28,10 @@ export interface WorkerContext {
   names: InfraNames;
   subjects: Subjects;
   buckets: WorkerBuckets;
-  /** Writes to the actor, id and snapshot buckets, through one KvWriter (reads go to `buckets`). */
+  /** Writes to the actor, id and snapshot buckets, through one KvWriter (other reads go to `buckets`). */
   kv: { actors: KvWrites; ids: KvWrites; snapshots: KvWrites };
+  /** A thread's stored state and snapshot, read through their streams' leaders on load. */
+  kvReads: KvLeaderReader;
   busy: BusyIndex;
   /** Which deliveries this worker saw without a hole: lets a slot skip its gap read. */
   deliveries: DeliveryLedger;

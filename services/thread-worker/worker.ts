@@ -7,6 +7,7 @@ import { coalesceWrites } from "../nats/coalesced-writes.ts";
 import { publishDeadLetter } from "../nats/dead-letter.ts";
 import { purgeBySubjectIsSafe } from "../nats/erase.ts";
 import { DirectReader } from "../nats/direct-reader.ts";
+import { KvLeaderReader } from "../nats/kv-leader-reader.ts";
 import { InboxRequests } from "../nats/inbox-requests.ts";
 import { BucketWriter, KvWriter } from "../nats/kv-writer.ts";
 import { subjects } from "../nats/subjects.ts";
@@ -148,6 +149,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       ids: new BucketWriter(writer, buckets.ids, buckets.names.ids),
       snapshots: new BucketWriter(writer, buckets.snapshots, names.kvBucket),
     },
+    kvReads: new KvLeaderReader(inbox),
     busy: new BusyIndex(buckets.busy, jsm, buckets.names.busy),
     deliveries: new DeliveryLedger(),
     skipGapReads: options.skipGapReads ?? true,
