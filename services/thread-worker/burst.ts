@@ -73,23 +73,13 @@ export class BurstApplier {
     // jobs, one transition): with every message summarized, an event each was most of the
     // actor's events (bench e2e heavy).
     let built: BuiltNode[] = [];
-    const sendBuilt = () => {
-      const [only] = built;
-      if (!only) return;
-      hosted.send(
-        built.length === 1
-          ? { type: "summary.built", ...only }
-          : { type: "summaries.built", nodes: built },
-      );
-      built = [];
-    };
     for (const step of steps) {
       if (step.kind === "built") {
         const { level, index } = step.ref;
         built.push({ level, index, text: step.text });
         continue;
       }
-      sendBuilt();
+      if (built.length > 0) built = this.#sendBuilt(built);
       if (step.kind === "failed") {
         const { level, index } = step.ref;
         hosted.send({ type: "summary.failed", level, index, reason: step.reason });
@@ -99,7 +89,7 @@ export class BurstApplier {
         if (writing) await writing;
       }
     }
-    sendBuilt();
+    if (built.length > 0) this.#sendBuilt(built);
     const erased = hosted.erasedAt !== undefined;
     if (erased) await this.#p.erase();
     else if (chatSeen && hosted.state().deleted) await purgeChat(tools, cursor.seen);
@@ -139,6 +129,20 @@ export class BurstApplier {
           : undefined,
       );
     }
+  }
+
+  /**
+   * Sends summaries that came back together; returns the next, empty, list. A method, not a
+   * closure made per burst: tsx names each closure it compiles with a defineProperty call.
+   */
+  #sendBuilt(built: BuiltNode[]): BuiltNode[] {
+    const [only] = built;
+    this.#p.hosted.send(
+      built.length === 1 && only
+        ? { type: "summary.built", ...only }
+        : { type: "summaries.built", nodes: built },
+    );
+    return [];
   }
 
   // Synchronous unless it has a write or a read to wait for (most events): no promise per event.
