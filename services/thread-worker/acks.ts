@@ -46,11 +46,16 @@ export class AckLedger {
     this.#unsavedSince ??= Date.now();
   }
 
-  /** The events the next save stores; `putBack` them if it fails. */
+  /**
+   * The events the next save stores; `putBack` them if it fails. A save already scheduled is for
+   * these events: left, it would fire within the linger of the next ones and save them early
+   * (half the timed saves of bench e2e young did, a second save for fewer events).
+   */
   takeForSave(): { acks: JsMsg[]; hadChat: boolean } {
     const taken = { acks: this.#unacked, hadChat: this.#unsavedSince !== undefined };
     this.#unacked = [];
     this.#unsavedSince = undefined;
+    this.cancel();
     return taken;
   }
 
