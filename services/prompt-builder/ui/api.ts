@@ -1,15 +1,5 @@
 // Reads the explorer's JSON (/ui/api/). A 401 means the API wants its token: the page asks once.
-
-export class RequestError extends Error {
-  override readonly name = "RequestError";
-  readonly status: number;
-  readonly code: string;
-  constructor(status: number, code: string, message: string) {
-    super(message);
-    this.status = status;
-    this.code = code;
-  }
-}
+import { ApiError, type ErrorBody } from "../api-error.ts";
 
 type AuthListener = () => void;
 const authListeners = new Set<AuthListener>();
@@ -26,7 +16,7 @@ export async function getJson<T>(path: string, signal?: AbortSignal): Promise<T>
     res = await fetch(path, { signal: signal ?? null, headers: { accept: "application/json" } });
   } catch (err) {
     if ((err as Error).name === "AbortError") throw err;
-    throw new RequestError(
+    throw new ApiError(
       0,
       "OFFLINE",
       `the prompt-builder does not answer (${(err as Error).message})`,
@@ -40,9 +30,9 @@ export async function getJson<T>(path: string, signal?: AbortSignal): Promise<T>
     body = undefined;
   }
   if (!res.ok) {
-    const error = (body as { error?: { code?: string; message?: string } } | undefined)?.error;
+    const error = (body as Partial<ErrorBody> | undefined)?.error;
     if (res.status === 401) for (const listener of authListeners) listener();
-    throw new RequestError(
+    throw new ApiError(
       res.status,
       error?.code ?? "HTTP_" + String(res.status),
       error?.message ?? `${res.status} ${res.statusText}`,

@@ -9,7 +9,7 @@ import type {
   ThreadBody,
 } from "../explorer/types.ts";
 import { ActorBadge, ActorPanel } from "./actor.tsx";
-import type { RequestError } from "./api.ts";
+import type { ApiError } from "../api-error.ts";
 import { getJson, threadPath } from "./api.ts";
 import { ago, bytes, num, when } from "./format.ts";
 import { useKeys } from "./keys.ts";
@@ -33,7 +33,7 @@ function Stat(props: { label: string; value: string; title?: string }) {
 export function ThreadView(props: { thread: string; config: ExplorerConfig | null }) {
   const { thread, config } = props;
   const [body, setBody] = useState<ThreadBody | null>(null);
-  const [error, setError] = useState<RequestError | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
   const [version, setVersion] = useState(0);
   const [live, setLive] = useState<Live>("connecting");
   const [actor, setActor] = useState<ActorBody | null>(null);
@@ -63,7 +63,7 @@ export function ThreadView(props: { thread: string; config: ExplorerConfig | nul
         setError(null);
         setLoadedAt(Date.now());
       })
-      .catch((err: Error) => err.name !== "AbortError" && setError(err as RequestError));
+      .catch((err: Error) => err.name !== "AbortError" && setError(err as ApiError));
     return () => abort.abort();
   }, [thread, version]);
 
