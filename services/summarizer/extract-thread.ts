@@ -5,7 +5,7 @@ import { performance } from "node:perf_hooks";
 import { DigestCache } from "./digests.ts";
 import { runTask, type ExtractTask } from "./extract/work.ts";
 import type { NodeKey } from "./pool.ts";
-import { threadCpuMs } from "./thread-cpu.ts";
+import { ThrottledCpu } from "./thread-cpu.ts";
 
 const port = parentPort;
 if (!port) throw new Error("extract-thread.ts runs as a worker thread of the summarizer's pool");
@@ -29,12 +29,18 @@ function run(task: ExtractTask, node: NodeKey | null) {
   return { text: result.text };
 }
 
+const cpu = new ThrottledCpu();
+/** When `cpu` owes a read: once the thread has been idle that long, it reports on its own. */
+let late: NodeJS.Timeout | undefined;
+const CPU_LATE_MS = 100;
+
+const held = () => ({ digests: digests.size, bytes: digests.bytes });
+
 // A batch of tasks in, their answers out in one message, in the same order, with the CPU the
-// thread spent on them (its wall time where the thread's CPU cannot be read).
+// thread spent (its wall time on the tasks where the thread's CPU cannot be read).
 port.on(
   "message",
   ({ ids, tasks, nodes }: { ids: number[]; tasks: ExtractTask[]; nodes?: (NodeKey | null)[] }) => {
-    const cpuBefore = threadCpuMs();
     const wallBefore = performance.now();
     const answers = tasks.map((task, i) => {
       try {
@@ -46,16 +52,16 @@ port.on(
         };
       }
     });
-    const cpuAfter = cpuBefore === undefined ? undefined : threadCpuMs();
-    const cpuMs =
-      cpuBefore === undefined || cpuAfter === undefined
-        ? performance.now() - wallBefore
-        : cpuAfter - cpuBefore;
-    port.postMessage({
-      ids,
-      answers,
-      cpuMs,
-      held: { digests: digests.size, bytes: digests.bytes },
-    });
+    const now = performance.now();
+    const cpuMs = cpu.unreadable ? now - wallBefore : cpu.since(now);
+    if (cpu.late && !late) {
+      late = setTimeout(() => {
+        late = undefined;
+        if (!cpu.late) return;
+        const owed = cpu.since(performance.now(), true);
+        port.postMessage({ ids: [], answers: [], cpuMs: owed, held: held() });
+      }, CPU_LATE_MS);
+    }
+    port.postMessage({ ids, answers, cpuMs, held: held() });
   },
 );
