@@ -1,15 +1,11 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import { StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
-import { Kvm, type KV, type KvWatchEntry } from "@nats-io/kv";
+import type { JetStreamClient } from "@nats-io/jetstream";
+import type { KvWatchEntry } from "@nats-io/kv";
 import type { QueuedIterator } from "@nats-io/transport-node";
 import { liveMembers, planLeases, type Heartbeat, type LeasePlan } from "../../shared/ownership.ts";
 import type { InfraNames } from "../config/names.ts";
-import { kvKeys } from "../thread-worker/buckets.ts";
-
-/** The bucket of the layout, heartbeats and leases (docs/scale-out.md). */
-export const clusterBucket = (names: Pick<InfraNames, "kvBucket">): string =>
-  `${names.kvBucket}-cluster`;
+import { checkLayout, leaseKey, memberKey, openClusterBucket, type MemberInfo } from "./bucket.ts";
 
 /**
  * A member silent this long is dead. With a heartbeat every quarter of it, four in a row must be
@@ -17,29 +13,6 @@ export const clusterBucket = (names: Pick<InfraNames, "kvBucket">): string =>
  * (docs/scale-out.md), so 3,000 keeps the 10 s bound there.
  */
 export const DEFAULT_FAILOVER_MS = 3_000;
-
-/** One member as its heartbeat says (and as `GET /cluster` shows it). */
-export interface MemberInfo {
-  id: string;
-  host: string;
-  pid: number;
-  /** ISO time it joined. */
-  since: string;
-  capacity: number;
-  partitions: number[];
-  /** Threads in memory. */
-  threads: number;
-  /** Events stored and not yet delivered to it, over its partitions. */
-  lag: number;
-  leaving?: boolean;
-}
-
-export interface ClusterView {
-  members: (MemberInfo & { live: boolean; heardMsAgo: number })[];
-  partitions: number;
-  /** Partition → member holding its lease. */
-  leases: Record<string, string>;
-}
 
 export interface MembershipOptions {
   js: JetStreamClient;
@@ -69,59 +42,11 @@ export interface Membership {
   abandon(): void;
 }
 
-const memberKey = (id: string) => `member.${id}`;
-const leaseKey = (k: number) => `lease.${k}`;
-
 function memberId(): string {
   const host = hostname()
     .replace(/[^A-Za-z0-9_-]/g, "-")
     .slice(0, 40);
   return `${host}-${process.pid}-${randomBytes(2).toString("hex")}`;
-}
-
-export async function openClusterBucket(
-  js: JetStreamClient,
-  names: InfraNames,
-  replicas: number,
-): Promise<KV> {
-  const kvm = new Kvm(js);
-  await kvm.create(clusterBucket(names), {
-    history: 1,
-    storage: StorageType.File,
-    replicas,
-    description: "outline instances: layout, member.<id> heartbeats, lease.<partition>",
-  });
-  // Read through the leader (no direct gets): a lagging replica's answer could make a member
-  // that just beat look silent (thread-worker/buckets.ts says more).
-  return kvm.open(clusterBucket(names));
-}
-
-/** Reads the bucket once: what `GET /cluster` and `outline cluster` show. */
-export async function readCluster(
-  kv: KV,
-  jsm: JetStreamManager,
-  names: Pick<InfraNames, "kvBucket">,
-  failoverMs = DEFAULT_FAILOVER_MS,
-): Promise<ClusterView> {
-  const view: ClusterView = { members: [], partitions: 0, leases: {} };
-  const now = Date.now();
-  const keys = await kvKeys(jsm, clusterBucket(names));
-  const entries = await Promise.all(keys.map((key) => kv.get(key)));
-  for (const [i, key] of keys.entries()) {
-    const entry = entries[i];
-    if (!entry || entry.operation !== "PUT") continue;
-    if (key === "layout") {
-      view.partitions = entry.json<{ partitions: number }>().partitions ?? 0;
-    } else if (key.startsWith("member.")) {
-      const info = entry.json<MemberInfo>();
-      const heardMsAgo = Math.max(0, now - entry.created.getTime());
-      view.members.push({ ...info, live: !info.leaving && heardMsAgo <= failoverMs, heardMsAgo });
-    } else if (key.startsWith("lease.")) {
-      view.leases[key.slice("lease.".length)] = entry.json<{ member: string }>().member;
-    }
-  }
-  view.members.sort((a, b) => (a.id < b.id ? -1 : 1));
-  return view;
 }
 
 /**
@@ -468,22 +393,4 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
       watch.stop();
     },
   };
-}
-
-async function checkLayout(kv: KV, partitions: number): Promise<void> {
-  const layout = await kv.get("layout");
-  if (!layout || layout.operation !== "PUT") {
-    try {
-      await kv.create("layout", JSON.stringify({ partitions }));
-      return;
-    } catch {
-      return checkLayout(kv, partitions);
-    }
-  }
-  const stored = layout.json<{ partitions: number }>().partitions;
-  if (stored !== partitions) {
-    throw new Error(
-      `OUTLINE_PARTITIONS is ${partitions} but the cluster runs ${stored} partitions (key 'layout' of its bucket): set OUTLINE_PARTITIONS=${stored}, the N of the server's {{partition(N,1)}} mapping; changing N needs every instance stopped and the mapping changed with it (docs/scale-out.md)`,
-    );
-  }
 }

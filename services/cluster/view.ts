@@ -2,7 +2,8 @@ import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jet
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { InfraNames } from "../config/names.ts";
-import { clusterBucket, DEFAULT_FAILOVER_MS, readCluster, type MemberInfo } from "./membership.ts";
+import { clusterBucket, readCluster, type MemberInfo } from "./bucket.ts";
+import { DEFAULT_FAILOVER_MS } from "./membership.ts";
 
 /** `GET /cluster`, `<apiPrefix>.cluster` and `outline cluster` (SPEC §9). */
 export interface ClusterAnswer {

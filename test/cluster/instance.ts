@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstream } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
-import { clusterBucket } from "../../services/cluster/membership.ts";
+import { clusterBucket } from "../../services/cluster/bucket.ts";
 import type { ClusterAnswer } from "../../services/cluster/view.ts";
 import { partitionMappings } from "../../services/cluster/server-config.ts";
 import { namesToEnv, type InfraNames } from "../../services/config/names.ts";

@@ -1,10 +1,9 @@
 import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterEach, describe, expect, it } from "vitest";
+import { openClusterBucket, readCluster } from "../../services/cluster/bucket.ts";
 import {
   joinCluster,
-  openClusterBucket,
-  readCluster,
   type Membership,
   type MembershipOptions,
 } from "../../services/cluster/membership.ts";

@@ -1,12 +1,8 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
-import {
-  clusterBucket,
-  joinCluster,
-  openClusterBucket,
-  type Membership,
-} from "../../services/cluster/membership.ts";
+import { clusterBucket, openClusterBucket } from "../../services/cluster/bucket.ts";
+import { joinCluster, type Membership } from "../../services/cluster/membership.ts";
 import { connectNats } from "../../services/nats/connect.ts";
 import { faultScope, startOwnNats } from "../faults/support.ts";
 import { uniqueNames, waitFor } from "../support/thread-worker.ts";
