@@ -5,11 +5,12 @@ import { METRIC } from "./metrics.ts";
 import { retryInPlace } from "./retry.ts";
 import type { WorkerContext } from "./worker-context.ts";
 
-const encoder = new TextEncoder();
+/** What `notOlder` compares of a snapshot. */
+export type SnapshotMark = Pick<OutlineSnapshot, "seq" | "boundary" | "pending">;
 
 /** Whether `ours` reflects at least as much of the log as `theirs` (never go back). */
 export function notOlder(
-  ours: OutlineSnapshot,
+  ours: SnapshotMark,
   theirs: Partial<OutlineSnapshot> | undefined,
 ): boolean {
   if (!theirs || typeof theirs.seq !== "number") return true;
@@ -32,17 +33,18 @@ export function parseSnapshot(value: Uint8Array): Partial<OutlineSnapshot> | und
  * this worker last wrote. When someone else wrote the key meanwhile (another worker that took the
  * thread over, or a replay into the live bucket), the stored one is replaced only if ours
  * reflects at least as much of the log: a worker that just lost a thread never puts an older
- * outline back. Returns the revision now stored.
+ * outline back. `bytes` is the snapshot (`encodeSnapshot`), `snapshot` what it shows of the log.
+ * Returns the revision now stored.
  */
 export async function writeSnapshot(
   ctx: WorkerContext,
   thread: string,
-  snapshot: OutlineSnapshot,
+  bytes: Uint8Array,
+  snapshot: SnapshotMark,
   revision: number,
   signal: AbortSignal,
 ): Promise<number> {
   const kv = ctx.kv.snapshots;
-  const bytes = encoder.encode(JSON.stringify(snapshot));
   let expected = revision;
   const written = await retryInPlace(
     async () => {

@@ -323,7 +323,8 @@ export class ThreadSlot {
     this.#acks.cancel();
     if (this.#hosted.dirty) await this.#save();
     else this.#acks.ackStored();
-    if (this.#snapshots.wanted) await this.#writeSnapshot();
+    // Whole: the stored snapshot shows the counts of what the thread leaves outstanding.
+    if (this.#snapshots.wanted) await this.#writeSnapshot(true);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -406,9 +407,9 @@ export class ThreadSlot {
     this.#hosted.send({ type: "erase.done" });
   }
 
-  async #writeSnapshot(): Promise<void> {
+  async #writeSnapshot(whole = false): Promise<void> {
     // Chat events not stored yet: the save that stores them writes the snapshot.
     if (this.#acks.unsaved) return;
-    await this.#snapshots.write(this.#hosted.state());
+    await this.#snapshots.write(this.#hosted.state(), whole);
   }
 }
