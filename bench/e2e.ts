@@ -59,6 +59,8 @@ const VARIANTS: Variant[] = [
 ];
 /** BENCH_E2E_VARIANTS=heavy,long: only those. */
 const CHOSEN = process.env.BENCH_E2E_VARIANTS?.split(",").map((v) => v.trim());
+/** BENCH_E2E_TIMELINE=1: each round of ours prints when publishing ended and threads got done. */
+const TIMELINE = process.env.BENCH_E2E_TIMELINE === "1";
 /** How long a run may go without a snapshot write before it fails as stuck. */
 const STALL_MS = 60_000;
 /** How long the worker may take to answer for its metrics (busy with a heavy backlog). */
@@ -226,6 +228,8 @@ async function ours(
     const target = new Map<string, number>();
     // Threads seen done; done once they are all (a thread counted once, whatever comes later).
     const counted = new Set<string>();
+    // When each thread was counted done (BENCH_E2E_TIMELINE).
+    const doneAt: number[] = [];
     let resolveDone: () => void = () => {};
     const done = new Promise<void>((r) => (resolveDone = r));
     // A run that stops writing before every thread is done fails, naming what it waits for.
@@ -248,6 +252,7 @@ async function ours(
         shown.set(e.key, settled ? Math.max(shown.get(e.key) ?? 0, snapshot.seq) : 0);
         if (!counted.has(e.key) && reached(e.key)) {
           counted.add(e.key);
+          doneAt.push(performance.now());
           if (counted.size === THREADS) resolveDone();
         }
       }
@@ -282,14 +287,23 @@ async function ours(
     const workerCpuBefore = worker.cpuSeconds();
     const cpuBefore = process.cpuUsage();
     const started = performance.now();
+    let publishedAt = started;
     await profiled(async () => {
       const seqs = await publishAll(js, load);
+      publishedAt = performance.now();
       for (const [i, m] of load.entries()) target.set(m.thread, seqs[i] as number);
       for (const t of target.keys()) if (reached(t)) counted.add(t);
       if (counted.size < THREADS) await Promise.race([done, died, stalled()]);
     });
     clearTimeout(stallTimer);
     const ms = performance.now() - started;
+    if (TIMELINE) {
+      const at = (q: number) => doneAt[Math.min(doneAt.length - 1, Math.floor(q * doneAt.length))];
+      const rel = (t: number | undefined) => (t === undefined ? "?" : (t - started).toFixed(0));
+      console.log(
+        `  timeline (ms from first publish): published ${rel(publishedAt)}, threads done p10 ${rel(at(0.1))}, p50 ${rel(at(0.5))}, p90 ${rel(at(0.9))}, last ${rel(doneAt.at(-1))}`,
+      );
+    }
     const cpu = process.cpuUsage(cpuBefore);
     const serverCpuMs = cpuMsSince(server.pid, serverCpuBefore);
     const childCpuMs = cpuMsSince(worker.pid, workerCpuBefore);
