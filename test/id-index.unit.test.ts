@@ -1,4 +1,5 @@
 import fc from "fast-check";
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import {
   claimMessageId,
@@ -17,6 +18,13 @@ function index() {
 }
 
 describe("the message id index (which CHAT sequence first carried an id)", () => {
+  it("a key is the thread and sha256(id) in base64url, 22 characters: keys stored before still match", () => {
+    for (const id of ["m-1", "thread-é-中-😀", "", "x".repeat(500)]) {
+      const digest = createHash("sha256").update(id).digest("base64url").slice(0, 22);
+      expect(idKey("t1", id)).toBe(`t1.${digest}`);
+    }
+  });
+
   it("a first claim is new; a claim of the same id from another sequence is a duplicate naming the first", async () => {
     const { kv } = index();
     expect(await claimMessageId(kv, "t1", "m-1", 10)).toEqual({ type: "new" });

@@ -16,6 +16,8 @@ describe("writeHeaders (a JetStream write's headers, encoded by hand)", () => {
   it("encodes the same bytes as nats.js's headers() with the same values", () => {
     for (const [expected, msgId] of [
       [0, "t1:0:5"],
+      [0, undefined],
+      [0, undefined],
       [41, undefined],
       [undefined, "thread-é:3:12"],
       [7, " padded "],

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { NEW_ID, type IdClaim } from "../../shared/message-ids.ts";
 import { eraseSubject } from "../nats/erase.ts";
@@ -19,7 +19,8 @@ const encoder = new TextEncoder();
 
 /** 128 bits of SHA-256, base64url: a valid KV key token whatever characters the id has. */
 export function idKey(thread: string, id: string): string {
-  const digest = createHash("sha256").update(id).digest("base64url").slice(0, 22);
+  // One-shot: no Hash object per message (~1 µs against ~5 µs for createHash().update().digest()).
+  const digest = hash("sha256", id, "base64url").slice(0, 22);
   return `${thread}.${digest}`;
 }
 
