@@ -67,6 +67,7 @@ export function ThreadView(props: { thread: string; config: ExplorerConfig | nul
     return () => abort.abort();
   }, [thread, version]);
 
+  const actorAsked = actor?.live === true ? -1 : version;
   useEffect(() => {
     const abort = new AbortController();
     getJson<ActorBody>(threadPath(thread, "/actor"), abort.signal)
@@ -76,7 +77,9 @@ export function ThreadView(props: { thread: string; config: ExplorerConfig | nul
       })
       .catch(() => setActor({ live: false }));
     return () => abort.abort();
-  }, [thread]);
+    // Asked again on each reload while no worker reported the actor: the feed sends its changes
+    // only once the worker has the page's watch notice, which can come after the event it loads.
+  }, [thread, actorAsked]);
 
   // Live: a snapshot write or a state change reloads what the page shows (coalesced).
   useEffect(() => {
