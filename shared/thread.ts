@@ -505,9 +505,8 @@ export function summaryBuilt(
   text: string,
 ): { state: ThreadState; outcome: BuiltOutcome } {
   if (state.deleted) return { state, outcome: { type: "ignored", reason: "thread deleted" } };
-  const inflight = state.inflight.findIndex((r) => sameRef(r, ref));
-  const wanted = inflight < 0 ? state.wanted.findIndex((r) => sameRef(r, ref)) : -1;
-  if (inflight < 0 && wanted < 0) {
+  const awaited = awaitedAt(state, ref);
+  if (!awaited) {
     return {
       state,
       outcome: {
@@ -519,8 +518,9 @@ export function summaryBuilt(
   const outer = beginDraft();
   try {
     const s: ThreadState = { ...state };
-    if (inflight >= 0) s.inflight = claim(s.inflight.filter((_, i) => i !== inflight));
-    else s.wanted = claim(s.wanted.filter((_, i) => i !== wanted));
+    if (awaited.list === "inflight")
+      s.inflight = claim(s.inflight.filter((_, i) => i !== awaited.at));
+    else s.wanted = claim(s.wanted.filter((_, i) => i !== awaited.at));
     applyBuilt(s, ref, text);
     return { state: s, outcome: { type: "built" } };
   } finally {
@@ -542,19 +542,27 @@ export function summariesBuilt(
   try {
     let s: ThreadState | undefined;
     for (const node of nodes) {
-      const lists = s ?? state;
-      const inflight = lists.inflight.findIndex((r) => sameRef(r, node));
-      const wanted = inflight < 0 ? lists.wanted.findIndex((r) => sameRef(r, node)) : -1;
-      if (inflight < 0 && wanted < 0) continue;
+      const awaited = awaitedAt(s ?? state, node);
+      if (!awaited) continue;
       s ??= { ...state };
-      if (inflight >= 0) (s.inflight = writable(s.inflight)).splice(inflight, 1);
-      else (s.wanted = writable(s.wanted)).splice(wanted, 1);
+      (s[awaited.list] = writable(s[awaited.list])).splice(awaited.at, 1);
       applyBuilt(s, { level: node.level, index: node.index }, node.text);
     }
     return s ?? state;
   } finally {
     endDraft(outer);
   }
+}
+
+/** Where a node the thread awaits is listed: running (`inflight`) or queued (`wanted`). */
+function awaitedAt(
+  state: ThreadState,
+  ref: NodeRef,
+): { list: "inflight" | "wanted"; at: number } | undefined {
+  const inflight = state.inflight.findIndex((r) => sameRef(r, ref));
+  if (inflight >= 0) return { list: "inflight", at: inflight };
+  const wanted = state.wanted.findIndex((r) => sameRef(r, ref));
+  return wanted >= 0 ? { list: "wanted", at: wanted } : undefined;
 }
 
 /** Stores the summary of an awaited node (taken off the lists already) and applies what it allows. */

@@ -16,7 +16,9 @@ interface MsgGetAnswer {
 }
 
 const decoder = new TextDecoder();
-const OPERATION = /\r\nKV-Operation:\s*(DEL|PURGE)\s*\r\n/i;
+/** The header a KV delete or purge leaves on the key's last message (a put has none). */
+export const KV_OPERATION = "KV-Operation";
+const OPERATION = new RegExp(`\\r\\n${KV_OPERATION}:\\s*(DEL|PURGE)\\s*\\r\\n`, "i");
 
 /**
  * Reads a KV key's last entry through its stream's leader (a message get, not a direct get,

@@ -1,4 +1,5 @@
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
+import { sameBytes } from "../nats/same-bytes.ts";
 import { ByteLru } from "./lru.ts";
 import type { StoredSnapshot } from "./reader.ts";
 import type { PromptArgs } from "./requests.ts";
@@ -27,10 +28,6 @@ interface KeptBody {
   body: readonly Buffer[];
   bytes: number;
 }
-
-const sameBytes = (a: Uint8Array | undefined, b: Uint8Array | undefined): boolean =>
-  a === b ||
-  (a !== undefined && b !== undefined && a.length === b.length && Buffer.compare(a, b) === 0);
 
 /**
  * Built prompt bodies and parsed snapshots, one byte-bounded LRU (bench prompt). A prompt is a

@@ -6,6 +6,7 @@ import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import type { InfraNames } from "../config/names.ts";
 import { DirectReader, type DirectMessage, type DirectQuery } from "../nats/direct-reader.ts";
 import { InboxRequests } from "../nats/inbox-requests.ts";
+import { KV_OPERATION } from "../nats/kv-leader-reader.ts";
 import { subjects, type Subjects } from "../nats/subjects.ts";
 import { ApiError } from "./api-error.ts";
 import { ByteLru } from "./lru.ts";
@@ -117,9 +118,6 @@ export const DEFAULT_CACHE_BYTES = 32 * 1024 * 1024;
  * turns), and leave no consumer to create and clean up on the server per prompt request.
  */
 export const DEFAULT_DIRECT_READS = 32;
-
-/** The header a KV delete or purge leaves on the key's last message (a put has none). */
-export const KV_OPERATION = "KV-Operation";
 
 /** How long a read waits for its answer (nats.js's default for a JetStream request). */
 const READ_TIMEOUT_MS = 5_000;

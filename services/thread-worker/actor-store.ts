@@ -6,6 +6,7 @@ import type { TailEntry, ThreadState } from "../../shared/thread.ts";
 import { parseSummary } from "../../shared/validate.ts";
 import type { InfraNames } from "../config/names.ts";
 import type { KvWrites } from "../nats/kv-writer.ts";
+import { sameBytes } from "../nats/same-bytes.ts";
 import { subjects } from "../nats/subjects.ts";
 import { readTailMessages } from "./chat-reader.ts";
 import type { HistoryNodes } from "./history-nodes.ts";
@@ -215,12 +216,6 @@ async function nodeFromLeader(
 }
 
 const encoder = new TextEncoder();
-
-export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
 
 // KV puts carry headers and a subject besides the value; keep clear of the limit.
 const ENVELOPE_BYTES = 1_024;

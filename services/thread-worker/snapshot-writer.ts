@@ -1,6 +1,6 @@
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
-import { sameBytes } from "./actor-store.ts";
+import { sameBytes } from "../nats/same-bytes.ts";
 import { METRIC } from "./metrics.ts";
 import { retryInPlace } from "./retry.ts";
 import type { WorkerContext } from "./worker-context.ts";

@@ -7,7 +7,8 @@ import {
 import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import type { InfraNames } from "../../config/names.ts";
 import { ApiError } from "../api-error.ts";
-import { KV_OPERATION, type ThreadReader } from "../reader.ts";
+import { KV_OPERATION } from "../../nats/kv-leader-reader.ts";
+import type { ThreadReader } from "../reader.ts";
 import { pull } from "./pull.ts";
 import type { ThreadPage, ThreadRow } from "./types.ts";
 
