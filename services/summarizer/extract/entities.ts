@@ -23,7 +23,7 @@ const TLD = "(?:com|org|net|io|dev|ai|app|co|de|fr|uk|eu|gov|edu)";
 
 // One pass, alternatives in priority order: the first that matches at a position names it. Each
 // alternative is capture group i + 1 of KINDS[i] (numbered, not named: no groups object per match).
-const PATTERN = new RegExp(
+export const PATTERN = new RegExp(
   [
     String.raw`(\bhttps?:\/\/[^\s<>"'\x60)\]]+)`,
     String.raw`(\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+)`,
@@ -35,6 +35,9 @@ const PATTERN = new RegExp(
   ].join("|"),
   "gu",
 );
+
+// PATTERN anchored at one position: entityMatches tries it only where a match can start.
+const AT = new RegExp(PATTERN.source, "uy");
 
 // Capitalised for grammar, not because they name anything.
 const COMMON = new Set(
@@ -94,11 +97,71 @@ const TRAILING_MARKS = new Set([...".,;:!?'\"’)"].map((c) => c.charCodeAt(0)))
 
 const KINDS: readonly EntityKind[] = ["url", "email", "date", "path", "id", "number", "name"];
 
+/**
+ * PATTERN's matches in `text`, as `text.matchAll(PATTERN)` gives them, but tried only at the
+ * positions mayStart lets through: trying the big alternation at every position was the
+ * summarizer's largest cost (bench e2e heavy), and most positions are inside plain words.
+ */
+export function* entityMatches(text: string): Generator<RegExpExecArray> {
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    const skip = mayStart(text, i);
+    if (skip > 0) {
+      i = skip;
+      continue;
+    }
+    AT.lastIndex = i;
+    const match = AT.exec(text);
+    if (match) {
+      yield match;
+      i = AT.lastIndex;
+    } else i += isPair(text, i) ? 2 : 1; // as a global `u` search steps: by code point
+  }
+}
+
+/** `[A-Za-z0-9_]`: `\w` and `\b` of a `u` RegExp without `i`. */
+function isWord(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95;
+}
+
+function isLower(c: number): boolean {
+  return c >= 97 && c <= 122;
+}
+
+function isPair(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  const next = text.charCodeAt(i + 1);
+  return c >= 0xd800 && c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff;
+}
+
+/** Characters not in `\w` that start an alternative of PATTERN: `. + - @ ~ / # $` (ASCII). */
+const STARTS = new Set([...".+-@~/#$"].map((c) => c.charCodeAt(0)));
+/** What may follow a plain lower-case word that no alternative of PATTERN can continue over. */
+const ENDS = new Set([..." \t\n\r,;!?)]\"'"].map((c) => c.charCodeAt(0)));
+
+/**
+ * 0 when a match of PATTERN may start at `i`; else the next position worth looking at. Every
+ * alternative starts with a character of STARTS, a non-ASCII one (`€£¥`, `\p{Lu}`), an ASCII
+ * capital (a name may start inside "fooBar"), or a `\w` at a `\b`. Of the last, a run of
+ * `[a-z]` followed by ENDS or the end matches none: each needs a digit, a capital, one of
+ * `_ . / @ : -`, or more letters after it (test/summarizer-entities.unit.test.ts).
+ */
+function mayStart(text: string, i: number): number {
+  const c = text.charCodeAt(i);
+  if (c >= 0x80 || (c >= 65 && c <= 90) || STARTS.has(c)) return 0;
+  if (!isWord(c) || (i > 0 && isWord(text.charCodeAt(i - 1)))) return i + 1;
+  if (!isLower(c)) return 0;
+  let end = i + 1;
+  while (end < text.length && isLower(text.charCodeAt(end))) end++;
+  return end === text.length || ENDS.has(text.charCodeAt(end)) ? end : 0;
+}
+
 /** Every entity in `text`, first occurrence only, in order of appearance. */
 export function findEntities(text: string, offset = 0): Entity[] {
   const seen = new Set<string>();
   const found: Entity[] = [];
-  for (const match of text.matchAll(PATTERN)) {
+  for (const match of entityMatches(text)) {
     let g = 1;
     while (g <= KINDS.length && match[g] === undefined) g++;
     const kind = KINDS[g - 1];

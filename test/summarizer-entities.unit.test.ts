@@ -1,0 +1,48 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { entityMatches, PATTERN } from "../services/summarizer/extract/entities.ts";
+
+// Pieces that start, continue or end entities (and the surrogate pairs a `u` search steps over),
+// so arbitrary strings of them reach every alternative of PATTERN.
+const PIECES = [
+  ..."aAbhtpsvxyzdefMJTK0123456789_:/.@-+~#$€£¥ \t\n\r,;!?)](\"'’`é東Éα🎉𝐀",
+  "\ud83d",
+  "\ude00",
+  "http://",
+  "https://x.io/",
+  "Jan ",
+  "Mon",
+  "day",
+  ".md",
+  ".com",
+  "INV-",
+  "Ana ",
+  " de ",
+  " am",
+  "ms",
+  "deadbeef",
+  "foo_bar",
+];
+
+const matchesOf = (found: Iterable<RegExpMatchArray>) =>
+  [...found].map((m) => ({ index: m.index, groups: [...m] }));
+
+describe("entity matches", () => {
+  it("are those of a search at every position, on any text", () => {
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...PIECES), { maxLength: 60 }), (pieces) => {
+        const text = pieces.join("");
+        expect(matchesOf(entityMatches(text))).toEqual(matchesOf(text.matchAll(PATTERN)));
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it("are those of a search at every position, on any unicode text", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "grapheme", maxLength: 80 }), (text) => {
+        expect(matchesOf(entityMatches(text))).toEqual(matchesOf(text.matchAll(PATTERN)));
+      }),
+    );
+  });
+});
