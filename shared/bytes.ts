@@ -29,12 +29,20 @@ export function utf8Bytes(text: string): number {
 export function cutToBytes(text: string, limit: number): string {
   if (limit <= 0) return "";
   if (text.length <= limit && utf8Bytes(text) <= limit) return text;
+  // The first `limit` characters ASCII: they are the first `limit` bytes, and the next
+  // character starts at that byte. Spares encoding a long text to keep a few hundred bytes.
+  if (text.length > limit && asciiUpTo(text, limit)) return text.slice(0, limit);
   const encoded = encoder.encode(text);
   if (encoded.length <= limit) return text;
   let end = limit;
   // Step back over continuation bytes (10xxxxxx) so the cut lands on a character start.
   while (end > 0 && ((encoded[end] ?? 0) & 0xc0) === 0x80) end--;
   return decoder.decode(encoded.subarray(0, end));
+}
+
+function asciiUpTo(text: string, end: number): boolean {
+  for (let i = 0; i < end; i++) if (text.charCodeAt(i) >= 0x80) return false;
+  return true;
 }
 
 /** Newlines and runs of whitespace around them fold to one space: a line is one line. */

@@ -43,10 +43,13 @@ const TAIL_SENTENCES = 16;
  * clause's bytes and terms are found once; only the chosen run is put together.
  */
 export function tighten(unit: Unit, text: string, room: number): string {
-  if (utf8Bytes(text) <= room) return text;
+  const whole = text === unit.text ? unit.bytes : utf8Bytes(text);
+  if (whole <= room) return text;
   const clauses = clausesOf(text);
   const mark = utf8Bytes("…");
-  const bytes = clauses.map((c) => utf8Bytes(c));
+  // Clauses of ASCII text are ASCII: a byte per character.
+  const ascii = whole === text.length;
+  const bytes = clauses.map((c) => (ascii ? c.length : utf8Bytes(c)));
   // The terms (by index in the unit) each clause holds; a term split across clauses is missed.
   const held = clauses.map((c) => {
     const lower = c.toLowerCase();

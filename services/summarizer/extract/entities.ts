@@ -120,46 +120,56 @@ export function* entityMatches(text: string): Generator<RegExpExecArray> {
   }
 }
 
-/** `[A-Za-z0-9_]`: `\w` and `\b` of a `u` RegExp without `i`. */
-function isWord(c: number): boolean {
-  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95;
-}
-
-function isLower(c: number): boolean {
-  return c >= 97 && c <= 122;
-}
-
 function isPair(text: string, i: number): boolean {
   const c = text.charCodeAt(i);
   const next = text.charCodeAt(i + 1);
   return c >= 0xd800 && c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff;
 }
 
-/** Characters not in `\w` that start an alternative of PATTERN: `. + - @ ~ / # $` (ASCII). */
-const STARTS = new Set([...".+-@~/#$"].map((c) => c.charCodeAt(0)));
-/** What may follow a plain lower-case word that no alternative of PATTERN can continue over. */
-const ENDS = new Set([..." \t\n\r,;!?)]\"'"].map((c) => c.charCodeAt(0)));
+// What mayStart asks of an ASCII character, one table look-up instead of ranges and sets.
+/** `[A-Za-z0-9_]`: `\w` and `\b` of a `u` RegExp without `i`. */
+const WORD = 1;
+const LOWER = 2;
+/** Starts an alternative of PATTERN wherever it stands: a capital, `. + - @ ~ / # $`. */
+const START = 4;
+/** May follow a plain lower-case word: no alternative of PATTERN continues over it. */
+const END = 8;
+const ASCII = new Uint8Array(128);
+const mark = (chars: string, flag: number) => {
+  for (const c of chars) ASCII[c.charCodeAt(0)] = (ASCII[c.charCodeAt(0)] ?? 0) | flag;
+};
+mark("abcdefghijklmnopqrstuvwxyz", WORD | LOWER);
+mark("ABCDEFGHIJKLMNOPQRSTUVWXYZ", WORD | START);
+mark("0123456789_", WORD);
+mark(".+-@~/#$", START);
+mark(" \t\n\r,;!?)]\"'", END);
+
+function has(c: number, flag: number): boolean {
+  return c < 128 && ((ASCII[c] as number) & flag) !== 0;
+}
 
 /**
  * 0 when a match of PATTERN may start at `i`; else the next position worth looking at. Every
- * alternative starts with a character of STARTS, a non-ASCII one (`€£¥`, `\p{Lu}`), an ASCII
- * capital (a name may start inside "fooBar"), or a `\w` at a `\b`. Of the last, a run of
- * `[a-z]` followed by ENDS or the end matches none: each needs a digit, a capital, one of
- * `_ . / @ : -`, or more letters after it (test/summarizer-entities.unit.test.ts).
+ * alternative starts with a START character, a non-ASCII one (`€£¥`, `\p{Lu}`), or a `\w` at a
+ * `\b`. Of the last, a run of `[a-z]` followed by an END or the end of the text matches none:
+ * each needs a digit, a capital, one of `_ . / @ : -` or more letters after it (checked by
+ * test/summarizer-entities.unit.test.ts).
  */
 function mayStart(text: string, i: number): number {
   const c = text.charCodeAt(i);
-  if (c >= 0x80 || (c >= 65 && c <= 90) || STARTS.has(c)) return 0;
-  if (!isWord(c) || (i > 0 && isWord(text.charCodeAt(i - 1)))) return i + 1;
-  if (!isLower(c)) return 0;
+  if (c >= 0x80 || has(c, START)) return 0;
+  if (!has(c, WORD) || (i > 0 && has(text.charCodeAt(i - 1), WORD))) return i + 1;
+  if (!has(c, LOWER)) return 0;
   let end = i + 1;
-  while (end < text.length && isLower(text.charCodeAt(end))) end++;
-  return end === text.length || ENDS.has(text.charCodeAt(end)) ? end : 0;
+  while (end < text.length && has(text.charCodeAt(end), LOWER)) end++;
+  return end === text.length || has(text.charCodeAt(end), END) ? end : 0;
 }
 
 /** Every entity in `text`, first occurrence only, in order of appearance. */
 export function findEntities(text: string, offset = 0): Entity[] {
   const seen = new Set<string>();
+  // Capitalised runs already named: nameOf gives the same name again (in seen) or none.
+  const named = new Set<string>();
   const found: Entity[] = [];
   for (const match of entityMatches(text)) {
     let g = 1;
@@ -172,8 +182,10 @@ export function findEntities(text: string, offset = 0): Entity[] {
       ? raw.replace(/[.,;:!?'"’)]+$/u, "")
       : raw;
     if (kind === "name") {
+      if (named.has(value)) continue;
       const name = nameOf(value, text, match.index);
       if (name === undefined) continue;
+      named.add(value);
       value = name;
     } else if (kind === "number" && !numberWorthKeeping(value)) continue;
     else if (kind === "id" && COMMON.has(value)) continue;

@@ -41,13 +41,15 @@ export function splitSentences(text: string, semicolons = false): string[] {
 
 // Markdown that costs bytes and says nothing in a one-line summary.
 const MARKER = /^\s*(?:#{1,6}\s+|[-*+•]\s+(?:\[[ xX]\]\s+)?|\d{1,3}[.)]\s+|>\s?)/;
+// Whitespace the fold below changes: a run, or one that is not a space. Prose has neither, and
+// replacing each of its spaces with a space made a new string (bench e2e heavy).
+const UNFOLDED = /\s\s|[^\S ]/;
 function plain(line: string): string {
-  return line
+  const bare = line
     .replace(/\*\*|__|~~/g, "")
     .replace(/`([^`]*)`/g, "$1")
-    .replace(/\[([^\]]+)\]\((\S+?)\)/g, "$1 ($2)")
-    .replace(/\s+/g, " ")
-    .trim();
+    .replace(/\[([^\]]+)\]\((\S+?)\)/g, "$1 ($2)");
+  return (UNFOLDED.test(bare) ? bare.replace(/\s+/g, " ") : bare).trim();
 }
 
 function codeIdea(lang: string, firstLine: string): Idea {

@@ -77,6 +77,15 @@ export function termsOf(
   text: string,
   found?: readonly Entity[],
 ): { terms: string[]; weights: number[] } {
+  return termsIn(text, found, !NON_ASCII.test(text));
+}
+
+/** termsOf, told whether `text` is ASCII (a caller that counted its bytes knows). */
+function termsIn(
+  text: string,
+  found: readonly Entity[] | undefined,
+  ascii: boolean,
+): { terms: string[]; weights: number[] } {
   const terms: string[] = [];
   const weights: number[] = [];
   const seen = new Set<string>();
@@ -98,7 +107,7 @@ export function termsOf(
     terms.push(word);
     weights.push(word.length >= 8 ? 1.25 : 1);
   };
-  if (NON_ASCII.test(text)) {
+  if (!ascii) {
     for (const match of text.matchAll(WORD)) add(match[0].toLowerCase().replace(/['’]s$/u, ""));
   } else asciiWords(text, add);
   return { terms, weights };
@@ -129,7 +138,8 @@ function asciiWords(text: string, add: (word: string) => void): void {
       i - start >= 2 && lower.charCodeAt(i - 1) === 115 && lower.charCodeAt(i - 2) === 39
         ? i - 2
         : i;
-    add(lower.slice(start, end));
+    // `add` takes no word under 3 letters: no string for one.
+    if (end - start >= 3) add(lower.slice(start, end));
   }
 }
 
@@ -147,13 +157,14 @@ export function makeUnit(
   text: string,
   found?: readonly Entity[],
 ): Unit {
-  const { terms, weights } = termsOf(text, found);
+  const bytes = utf8Bytes(text);
+  // As many bytes as characters: ASCII, known without a second scan.
+  const { terms, weights } = termsIn(text, found, bytes === text.length);
   const cue = cueOf(text);
   let sum = 0;
   for (const w of weights) sum += w;
   // A short acknowledgement carries no term: it scores nothing and is chosen last, if ever.
   const score = Math.min(sum, MAX_TERM_WEIGHT) + (terms.length > 0 ? cue : cue / 4);
-  const bytes = utf8Bytes(text);
   return { who, at, nth, text, bytes, score: score + (nth === 0 ? 0.25 : 0), cue, terms, weights };
 }
 
