@@ -27,11 +27,13 @@ export interface HeldDigests {
 }
 
 /**
- * Tasks a thread is given at once, at most: the tasks asked for in one turn of the event loop go
- * as one message and come back as one, so their results reach the host together (one burst of
- * summaries per thread, not one per node) and the hand-over costs one message each way.
+ * Tasks a thread is given at once, at most: what is queued when it is free goes as one message
+ * and comes back as one, so a conversation's results reach the host together (one burst of
+ * summaries per thread and answer). A busy thread leaves hundreds queued; at 64 a batch each
+ * answer covered a few of a conversation's nodes, and bursts of summaries alone were 2.5× those
+ * of an instant summarizer (bench e2e heavy).
  */
-const BATCH = 64;
+const BATCH = 1024;
 
 /**
  * The thread's module beside this one, in its language: `extract-thread.ts` when this runs as
