@@ -54,9 +54,8 @@ export function tighten(unit: Unit, text: string, room: number): string {
   const held = clauses.map((c) => {
     const lower = c.toLowerCase();
     const terms: number[] = [];
-    unit.terms.forEach((term, t) => {
-      if (lower.includes(term)) terms.push(t);
-    });
+    for (let t = 0; t < unit.terms.length; t++)
+      if (lower.includes(unit.terms[t] as string)) terms.push(t);
     return terms;
   });
   let best: [number, number] | undefined;

@@ -52,14 +52,12 @@ export function composeMerge(
   common: TermCounts = { terms: [], counts: [] },
 ): { text: string; shown: Set<Unit> } {
   // The same words by the same speaker (a line read back twice, a repeated message) once.
-  const seen = new Set<string>();
+  const seen = new SpeakerTexts([...left, ...right]);
   const pool: Unit[] = [];
   const side: number[] = [];
   for (const [s, half] of [left, right].entries()) {
     for (const unit of half) {
-      const key = `${unit.who}\u0000${unit.text}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
+      if (!seen.add(unit)) continue;
       pool.push(unit);
       side.push(s);
     }
@@ -181,7 +179,38 @@ export function composeMerge(
     const cut = shortFor(unit, limit - utf8Bytes(headOf(unit.who, limit)));
     if (cut) take(0, cut);
   }
-  return { text: cutToBytes(text, limit), shown: new Set(picks.map((p) => p.unit)) };
+  // `take` keeps only a text that fits: counted already, no second count.
+  const line = textBytes <= limit ? text : cutToBytes(text, limit);
+  return { text: line, shown: new Set(picks.map((p) => p.unit)) };
+}
+
+/**
+ * Which (speaker, text) pairs were met, as the key `${who}\0${text}` would tell them: per speaker
+ * a set of texts, so no key string is built and hashed per unit (a merge's largest cost, bench
+ * e2e heavy). A speaker with a NUL could make two pairs one key: then keys, as before.
+ */
+class SpeakerTexts {
+  readonly #byWho = new Map<string, Set<string>>();
+  readonly #keys: Set<string> | undefined;
+
+  constructor(units: readonly Unit[]) {
+    this.#keys = units.some((u) => u.who.includes("\u0000")) ? new Set() : undefined;
+  }
+
+  /** Whether the pair is new (and now met). */
+  add(unit: Unit): boolean {
+    if (this.#keys) {
+      const key = `${unit.who}\u0000${unit.text}`;
+      if (this.#keys.has(key)) return false;
+      this.#keys.add(key);
+      return true;
+    }
+    let texts = this.#byWho.get(unit.who);
+    if (!texts) this.#byWho.set(unit.who, (texts = new Set()));
+    if (texts.has(unit.text)) return false;
+    texts.add(unit.text);
+    return true;
+  }
 }
 
 function shortFor(unit: Unit, room: number): string {
