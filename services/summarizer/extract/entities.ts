@@ -153,7 +153,7 @@ function has(c: number, flag: number): boolean {
  * alternative starts with a START character, a non-ASCII one (`€£¥`, `\p{Lu}`), or a `\w` at a
  * `\b`. Of the last, a run of `[a-z]` followed by an END or the end of the text matches none:
  * each needs a digit, a capital, one of `_ . / @ : -` or more letters after it (checked by
- * test/summarizer-entities.unit.test.ts).
+ * test/summarizer-fast-paths.unit.test.ts).
  */
 function mayStart(text: string, i: number): number {
   const c = text.charCodeAt(i);

@@ -1,7 +1,7 @@
 // A unit is one sentence someone said, with what makes it worth a place in a line: the terms it
 // carries (exact tokens first, then words everyday English does not use) and whether it asks,
 // decides or reports an outcome. Merges choose among units, never among fragments of a line.
-import { NON_ASCII, utf8Bytes } from "../../../shared/bytes.ts";
+import { utf8Bytes } from "../../../shared/bytes.ts";
 import { findEntities, type Entity, type EntityKind } from "./entities.ts";
 import { COMMON_WORDS } from "./lexicon.ts";
 import { splitSentences } from "./segment.ts";
@@ -66,6 +66,11 @@ const CUES: [RegExp, number][] = [
 
 const BARE_NUMBER_WEIGHT = 1.5;
 const WORD = /[\p{L}][\p{L}\p{N}'’-]*/gu;
+// Characters outside ASCII that neither make nor join a WORD and that lower-casing leaves as
+// they are: a text with no others is read by asciiWords as by WORD. A cut unit is such a text
+// (its `…`), as is a line's head (`→`).
+// eslint-disable-next-line no-control-regex -- the range is every ASCII character, \x00 included
+const NOT_PLAIN = /[^\x00-\x7f…—–→“”]/;
 const MAX_TERM_WEIGHT = 12;
 
 /**
@@ -77,14 +82,14 @@ export function termsOf(
   text: string,
   found?: readonly Entity[],
 ): { terms: string[]; weights: number[] } {
-  return termsIn(text, found, !NON_ASCII.test(text));
+  return termsIn(text, found, !NOT_PLAIN.test(text));
 }
 
-/** termsOf, told whether `text` is ASCII (a caller that counted its bytes knows). */
+/** termsOf, told whether asciiWords reads `text` (ASCII: a caller that counted its bytes knows). */
 function termsIn(
   text: string,
   found: readonly Entity[] | undefined,
-  ascii: boolean,
+  plain: boolean,
 ): { terms: string[]; weights: number[] } {
   const terms: string[] = [];
   const weights: number[] = [];
@@ -107,16 +112,30 @@ function termsIn(
     terms.push(word);
     weights.push(word.length >= 8 ? 1.25 : 1);
   };
-  if (!ascii) {
-    for (const match of text.matchAll(WORD)) add(match[0].toLowerCase().replace(/['’]s$/u, ""));
-  } else asciiWords(text, add);
+  eachWord(text, add, plain);
   return { terms, weights };
 }
 
 /**
- * WORD's matches in ASCII text, lower-cased and without a final 's, as the loop above makes
- * them: a scan of character codes instead of a match object and two strings per word (the
- * extractive summarizer's largest cost, bench e2e heavy). Lower-casing ASCII keeps offsets.
+ * WORD's matches in `text` of 3 letters or more (no shorter one is a term), lower-cased and
+ * without a final 's. `plain`: `text` holds no NOT_PLAIN character.
+ */
+export function eachWord(
+  text: string,
+  add: (word: string) => void,
+  plain = !NOT_PLAIN.test(text),
+): void {
+  if (plain) return asciiWords(text, add);
+  for (const match of text.matchAll(WORD)) {
+    const word = match[0].toLowerCase().replace(/['’]s$/u, "");
+    if (word.length >= 3) add(word);
+  }
+}
+
+/**
+ * eachWord for a plain text: a scan of character codes instead of a match object and two
+ * strings per word (the extractive summarizer's largest cost, bench e2e heavy). Lower-casing
+ * keeps a plain text's offsets.
  */
 function asciiWords(text: string, add: (word: string) => void): void {
   const lower = text.toLowerCase();
@@ -138,7 +157,6 @@ function asciiWords(text: string, add: (word: string) => void): void {
       i - start >= 2 && lower.charCodeAt(i - 1) === 115 && lower.charCodeAt(i - 2) === 39
         ? i - 2
         : i;
-    // `add` takes no word under 3 letters: no string for one.
     if (end - start >= 3) add(lower.slice(start, end));
   }
 }
@@ -159,7 +177,8 @@ export function makeUnit(
 ): Unit {
   const bytes = utf8Bytes(text);
   // As many bytes as characters: ASCII, known without a second scan.
-  const { terms, weights } = termsIn(text, found, bytes === text.length);
+  const plain = bytes === text.length || !NOT_PLAIN.test(text);
+  const { terms, weights } = termsIn(text, found, plain);
   const cue = cueOf(text);
   let sum = 0;
   for (const w of weights) sum += w;

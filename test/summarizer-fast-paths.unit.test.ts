@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { entityMatches, PATTERN } from "../services/summarizer/extract/entities.ts";
+import { eachWord } from "../services/summarizer/extract/units.ts";
 
 // Pieces that start, continue or end entities (and the surrogate pairs a `u` search steps over),
 // so arbitrary strings of them reach every alternative of PATTERN.
@@ -44,5 +45,30 @@ describe("entity matches", () => {
         expect(matchesOf(entityMatches(text))).toEqual(matchesOf(text.matchAll(PATTERN)));
       }),
     );
+  });
+});
+
+// ASCII, the characters outside it a plain text may hold, and a few it may not (’, letters).
+const WORDISH = [..."aZb9_'- .,;…—–→“”sS", "'s", "Ana", "x1", "it's", "’s", "é", "Ω", "٣"];
+
+const wordsOf = (text: string, plain?: boolean) => {
+  const words: string[] = [];
+  eachWord(text, (w) => words.push(w), plain);
+  return words;
+};
+
+describe("words of a text", () => {
+  it("are those WORD finds, whichever way the text is read", () => {
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...WORDISH), { maxLength: 40 }), (parts) => {
+        const text = parts.join("");
+        expect(wordsOf(text)).toEqual(wordsOf(text, false));
+      }),
+      { numRuns: 3_000 },
+    );
+  });
+
+  it("are read by WORD when a letter outside ASCII is there", () => {
+    expect(wordsOf("Zoë’s café opened")).toEqual(["zoë", "café", "opened"]);
   });
 });
