@@ -3,8 +3,8 @@
 // ours, watches the KV bucket to see when the work is done. The limit: the same bytes published
 // to a plain stream and consumed with an ack each by bench/support/raw-consumer.ts; the clock
 // runs from the first publish until that process has acked them all. Ours: the same messages
-// published to CHAT, consumed by the real thread worker (services/thread-worker/main.ts, default
-// names, extractive summarizer in its threads), and counted done when every thread's KV snapshot
+// published to CHAT, consumed by the real thread worker (compiled as deployed, dist/thread-worker.js;
+// default names, extractive summarizer in its threads), and counted done when every thread's KV snapshot
 // reflects its last message with nothing pending (no summary job, cut or merge batch left: work
 // done off the event loop is waited for too). Each consumer is started and ready before the clock
 // starts, and stopped at the end. Three loads (VARIANTS):
@@ -28,6 +28,7 @@ import { BenchChild, cpuSecondsOf } from "./support/child.ts";
 import { perSecond, publishAll, roundRobin } from "./support/load.ts";
 import { profiled } from "./support/profile.ts";
 import { startBenchServer, type BenchServer } from "./support/server.ts";
+import { serviceEntry } from "./support/service-entry.ts";
 
 /** A load: messages over threads, and the settings the worker runs with. */
 interface Variant {
@@ -69,13 +70,11 @@ const METRICS_TIMEOUT_MS = 60_000;
 const ROUNDS = 3;
 
 const RAW_CONSUMER = fileURLToPath(new URL("./support/raw-consumer.ts", import.meta.url));
-const WORKER = fileURLToPath(new URL("../services/thread-worker/main.ts", import.meta.url));
 /**
  * BENCH_BASE_ROOT=<checkout>: that checkout's thread worker runs too, each round on a fresh
  * server of its own, alternating with ours, to compare two versions in one run.
  */
 const BASE_ROOT = process.env.BENCH_BASE_ROOT;
-const BASE_WORKER = BASE_ROOT ? `${BASE_ROOT}/services/thread-worker/main.ts` : undefined;
 
 /** CPU milliseconds used since `before` (seconds, from /proc); undefined when unreadable. */
 function cpuMsSince(pid: number | undefined, before: number | undefined): number | undefined {
@@ -198,7 +197,7 @@ function sampleSum(text: string, name: string, having = ""): number {
 async function ours(
   server: BenchServer,
   variant: Variant,
-  workerPath = WORKER,
+  workerPath: string,
 ): Promise<Measured & { calls: number; perMessage: string; summarizerCpuMs: number }> {
   const { messages: MESSAGES, threads: THREADS } = variant;
   // BENCH_WORKER_PROF=<dir>: the worker child writes a V8 CPU profile there when it stops (the
@@ -381,18 +380,21 @@ async function runVariant(variant: Variant): Promise<Record<string, number>> {
       await server.stop();
     }
   };
+  // Both workers compiled, as deployed (support/service-entry.ts), before any clock starts.
+  const worker = await serviceEntry("thread-worker");
+  const base = BASE_ROOT ? await serviceEntry("thread-worker", BASE_ROOT) : undefined;
   for (let round = 1; round <= ROUNDS; round++) {
     // The base goes first every other round: neither side always follows the other.
-    if (BASE_WORKER && round % 2 === 1) await baseRound(BASE_WORKER);
+    if (base && round % 2 === 1) await baseRound(base);
     const server = await startBenchServer("e2e");
     try {
       raws.push(await raw(server, round, variant));
       if (FLOOR_WRITES > 0) floors.push(await raw(server, round, variant, FLOOR_WRITES));
-      ourRounds.push(await ours(server, variant));
+      ourRounds.push(await ours(server, variant, worker));
     } finally {
       await server.stop();
     }
-    if (BASE_WORKER && round % 2 === 0) await baseRound(BASE_WORKER);
+    if (base && round % 2 === 0) await baseRound(base);
   }
   const best = <T extends Measured>(xs: T[]): T =>
     xs.reduce((a, b) => (b.ms < a.ms ? b : a), xs[0] as T);

@@ -8,7 +8,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 import { jetstream } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
@@ -20,6 +19,7 @@ import { subjects } from "../services/nats/subjects.ts";
 import { ensureTopology } from "../services/nats/topology.ts";
 import { startNatsServer } from "../services/start/nats-server.ts";
 import { BenchChild, cpuSecondsOf } from "./support/child.ts";
+import { serviceEntry } from "./support/service-entry.ts";
 import { perSecond, publishAll, roundRobin } from "./support/load.ts";
 
 const THREADS = Number(process.env.BENCH_INSTANCES_THREADS ?? 200);
@@ -27,7 +27,6 @@ const PER_THREAD = Number(process.env.BENCH_INSTANCES_MESSAGES ?? 60);
 const MESSAGES = THREADS * PER_THREAD;
 const PARTITIONS = 16;
 const ROUNDS = 2;
-const WORKER = fileURLToPath(new URL("../services/thread-worker/main.ts", import.meta.url));
 
 /** A timed run: its wall time and the CPU seconds its workers and nats-server used meanwhile. */
 interface Round {
@@ -36,7 +35,7 @@ interface Round {
   serverCpu: number;
 }
 
-async function once(workers: number, partitioned: boolean): Promise<Round> {
+async function once(worker: string, workers: number, partitioned: boolean): Promise<Round> {
   const dir = mkdtempSync(join(tmpdir(), "outline-bench-instances-"));
   const names: InfraNames = partitioned
     ? { ...DEFAULT_NAMES, partitions: PARTITIONS }
@@ -65,7 +64,7 @@ async function once(workers: number, partitioned: boolean): Promise<Round> {
       HISTORY_SUMMARIZER: "extractive",
     });
     for (let w = 0; w < workers; w++) {
-      const child = new BenchChild(`worker ${w + 1}`, WORKER, env);
+      const child = new BenchChild(`worker ${w + 1}`, worker, env);
       children.push(child);
       await child.waitFor((line) => line.includes(" consuming "));
     }
@@ -141,10 +140,12 @@ export async function run(): Promise<Record<string, number>> {
   const one: Round[] = [];
   const onePartitioned: Round[] = [];
   const two: Round[] = [];
+  // Compiled, as deployed (support/service-entry.ts).
+  const worker = await serviceEntry("thread-worker");
   for (let round = 0; round < ROUNDS; round++) {
-    one.push(await once(1, false));
-    onePartitioned.push(await once(1, true));
-    two.push(await once(2, true));
+    one.push(await once(worker, 1, false));
+    onePartitioned.push(await once(worker, 1, true));
+    two.push(await once(worker, 2, true));
   }
   const best = (xs: Round[]) => xs.reduce((a, b) => (b.ms < a.ms ? b : a));
   const rate = (xs: Round[]) => perSecond(MESSAGES, best(xs).ms);

@@ -39,8 +39,11 @@ export class BenchChild {
    */
   constructor(name: string, script: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = []) {
     this.name = name;
-    const loader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-    this.child = spawn(process.execPath, [...nodeArgs, "--import", loader, script], {
+    // Compiled JavaScript (a service's dist/ entry) runs as it is deployed, without a loader.
+    const loader = script.endsWith(".js")
+      ? []
+      : ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href];
+    this.child = spawn(process.execPath, [...nodeArgs, ...loader, script], {
       env,
       stdio: ["ignore", "pipe", "pipe"],
     });
