@@ -15,20 +15,20 @@
 //   conversation makes them.
 import { AckPolicy, jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
-import { nanos } from "@nats-io/transport-node";
+import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 import { namesToEnv } from "../services/config/names.ts";
 import { subjects } from "../services/nats/subjects.ts";
-import type { OutlineSnapshot } from "../shared/snapshot.ts";
 import { METRIC } from "../services/thread-worker/metrics.ts";
 import { workerMetricsSubject } from "../services/thread-worker/metrics-endpoint.ts";
 import { BENCH_CONFIG_FILE } from "./support/bench-config.ts";
 import { BenchChild, cpuSecondsOf } from "./support/child.ts";
-import { perSecond, publishAll, roundRobin } from "./support/load.ts";
+import { perSecond, publishAll, roundRobin, type Outgoing } from "./support/load.ts";
 import { profiled } from "./support/profile.ts";
 import { startBenchServer, type BenchServer } from "./support/server.ts";
 import { serviceEntry } from "./support/service-entry.ts";
+import { SettledThreads } from "./support/settled.ts";
 
 /** A load: messages over threads, and the settings the worker runs with. */
 interface Variant {
@@ -144,6 +144,8 @@ async function raw(
       duplicate_window: nanos(120_000),
     });
   }
+  // The floor (with writes) is a bound on the writes alone, measured cold as before.
+  const warmUp = writes > 0 ? [] : warmLoad(variant, (t) => `raw.${t}.message.created`);
   const child = new BenchChild(
     `raw consumer ${round}${writes > 0 ? ` with ${writes} writes a message` : ""}`,
     RAW_CONSUMER,
@@ -151,6 +153,7 @@ async function raw(
       RAW_STREAM: "RAW",
       RAW_DURABLE: "raw",
       RAW_COUNT: String(MESSAGES),
+      RAW_WARM: String(warmUp.length),
       RAW_WRITES: String(writes),
       RAW_WRITE_PREFIX: "floor",
     }),
@@ -158,6 +161,11 @@ async function raw(
   try {
     const load = roundRobin(MESSAGES, THREADS, (t) => `raw.${t}.message.created`);
     await child.waitFor((line) => line === "ready");
+    if (warmUp.length > 0) {
+      const warm = child.waitFor((line) => line === "warm", 300_000);
+      await publishAll(js, warmUp);
+      await warm;
+    }
     const done = child.waitFor((line) => line.startsWith("done "), 300_000);
     done.catch(() => {}); // awaited below; a failure while publishing must not go unhandled
     const serverCpuBefore = cpuSecondsOf(server.pid);
@@ -193,6 +201,50 @@ function sampleSum(text: string, name: string, having = ""): number {
   return sum;
 }
 
+/**
+ * BENCH_E2E_WARM=<share>: before the clock, each consumer handles this share of the variant's
+ * messages on threads of their own (0.5 by default; 0: a cold process). A deployed worker runs for
+ * days: a cold one's first seconds are mostly V8 compiling its hot paths (heavy, 2026-12-02: 4.5
+ * against 2.8 worker CPU s a round), which a throughput figure is not about.
+ */
+const WARM_SHARE = Number(process.env.BENCH_E2E_WARM ?? 0.5);
+
+/** The warm-up: the variant's shape on threads named apart (`w…`), on subjects of `subject`. */
+function warmLoad(variant: Variant, subject: (thread: string) => string): Outgoing[] {
+  const messages = Math.round(variant.messages * WARM_SHARE);
+  if (messages <= 0) return [];
+  return roundRobin(messages, variant.threads, subject, (t) => `w${t}`);
+}
+
+/** How long the worker's writes must stay still after the warm-up (its saves wait up to 5 s). */
+const QUIET_MS = 1_200;
+const QUIET_MAX_MS = 10_000;
+
+/**
+ * The worker's counters once it has stopped writing: saves and snapshots put off by the
+ * warm-up's last bursts are done before the clock starts, not during the timed load.
+ */
+async function quietMetrics(nc: NatsConnection, server: BenchServer): Promise<string> {
+  const writes = (text: string) =>
+    sampleSum(text, METRIC.stateSaves) + sampleSum(text, METRIC.snapshotWrites);
+  const until = performance.now() + QUIET_MAX_MS;
+  let metrics = await workerMetrics(nc, server);
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
+    const next = await workerMetrics(nc, server);
+    if (writes(next) === writes(metrics) || performance.now() > until) return next;
+    metrics = next;
+  }
+}
+
+/** The worker's own counters, as the prompt-builder's /metrics scrapes them. */
+async function workerMetrics(nc: NatsConnection, server: BenchServer): Promise<string> {
+  const reply = await nc.request(workerMetricsSubject(server.names), "", {
+    timeout: METRICS_TIMEOUT_MS,
+  });
+  return new TextDecoder().decode(reply.data);
+}
+
 /** The same load through the thread worker, done when every snapshot shows its last message. */
 async function ours(
   server: BenchServer,
@@ -219,84 +271,60 @@ async function ours(
     // Its start line is written once its consumer pulls from CHAT.
     await worker.waitFor((line) => line.includes(" consuming "));
 
-    // Highest sequence each thread's snapshot reflects with nothing pending, as the bucket
-    // announces writes (a snapshot with work pending does not count: that work is not done).
-    const shown = new Map<string, number>();
+    const settled = new SettledThreads();
     const watch = await kv.watch();
-    // Each thread's last sequence, known once publishing is done.
-    const target = new Map<string, number>();
-    // Threads seen done; done once they are all (a thread counted once, whatever comes later).
-    const counted = new Set<string>();
-    // When each thread was counted done (BENCH_E2E_TIMELINE).
-    const doneAt: number[] = [];
-    let resolveDone: () => void = () => {};
-    const done = new Promise<void>((r) => (resolveDone = r));
-    // A run that stops writing before every thread is done fails, naming what it waits for.
-    let lastPut = performance.now();
-    const lastSeen = new Map<string, string>();
-    const reached = (thread: string) => {
-      const want = target.get(thread);
-      return want !== undefined && (shown.get(thread) ?? 0) >= want;
-    };
     const watching = (async () => {
-      for await (const e of watch) {
-        if (e.operation !== "PUT") continue;
-        const snapshot = e.json<{ seq: number; pending: OutlineSnapshot["pending"] }>();
-        // At rest: nothing asked or waiting. Nodes held for their summarizer group (`held`)
-        // wait by design for the group to fill or a cut to need them, so they do not count.
-        const { jobs, cuts, merging } = snapshot.pending;
-        const settled = jobs === 0 && cuts === 0 && !merging;
-        lastPut = performance.now();
-        lastSeen.set(e.key, `seq ${snapshot.seq}, pending ${JSON.stringify(snapshot.pending)}`);
-        shown.set(e.key, settled ? Math.max(shown.get(e.key) ?? 0, snapshot.seq) : 0);
-        if (!counted.has(e.key) && reached(e.key)) {
-          counted.add(e.key);
-          doneAt.push(performance.now());
-          if (counted.size === THREADS) resolveDone();
-        }
-      }
+      for await (const e of watch) settled.observe(e);
     })();
     // The worker dying mid-run must fail the bench, not leave it waiting.
     const died = worker.exited.then(() => {
       throw new Error(`the thread worker exited during the run:\n${worker.output()}`);
     });
     died.catch(() => {});
-
     let stallTimer: NodeJS.Timeout | undefined;
+    // A run that stops writing before every thread is done fails, naming what it waits for.
     const stalled = () =>
       new Promise<never>((_, reject) => {
         const check = () => {
-          if (performance.now() - lastPut < STALL_MS) {
+          if (performance.now() - settled.lastPut < STALL_MS) {
             stallTimer = setTimeout(check, 1_000);
             return;
           }
-          const waiting = [...target.keys()].filter((t) => !counted.has(t));
-          const named = waiting
-            .slice(0, 5)
-            .map((t) => `${t} (want seq ${target.get(t)}; last ${lastSeen.get(t) ?? "none"})`);
+          const { count, named } = settled.waiting();
           reject(
             new Error(
-              `no snapshot written for ${STALL_MS / 1000} s with ${waiting.length} of ${THREADS} threads not done: ${named.join("; ")}`,
+              `no snapshot written for ${STALL_MS / 1000} s with ${count} threads not done: ${named.join("; ")}`,
             ),
           );
         };
         check();
       });
+    /** Publishes `outgoing` and resolves once every thread of it is done. */
+    const runLoad = async (outgoing: Outgoing[], onPublished: () => void = () => {}) => {
+      const seqs = await publishAll(js, outgoing);
+      onPublished();
+      const targets = new Map<string, number>();
+      for (const [i, m] of outgoing.entries()) targets.set(m.thread, seqs[i] as number);
+      try {
+        await Promise.race([settled.until(targets), died, stalled()]);
+      } finally {
+        clearTimeout(stallTimer);
+      }
+    };
+    const warmUp = warmLoad(variant, (t) => s.messageCreated(t));
+    if (warmUp.length > 0) await runLoad(warmUp);
+    // What the warm-up wrote is not the timed load's: its counters are taken off below.
+    const metricsBefore = warmUp.length > 0 ? await quietMetrics(nc, server) : "";
+
     const serverCpuBefore = cpuSecondsOf(server.pid);
     const workerCpuBefore = worker.cpuSeconds();
     const cpuBefore = process.cpuUsage();
     const started = performance.now();
     let publishedAt = started;
-    await profiled(async () => {
-      const seqs = await publishAll(js, load);
-      publishedAt = performance.now();
-      for (const [i, m] of load.entries()) target.set(m.thread, seqs[i] as number);
-      for (const t of target.keys()) if (reached(t)) counted.add(t);
-      if (counted.size < THREADS) await Promise.race([done, died, stalled()]);
-    });
-    clearTimeout(stallTimer);
+    await profiled(() => runLoad(load, () => (publishedAt = performance.now())));
     const ms = performance.now() - started;
     if (TIMELINE) {
+      const { doneAt } = settled;
       const at = (q: number) => doneAt[Math.min(doneAt.length - 1, Math.floor(q * doneAt.length))];
       const rel = (t: number | undefined) => (t === undefined ? "?" : (t - started).toFixed(0));
       console.log(
@@ -308,11 +336,9 @@ async function ours(
     const childCpuMs = cpuMsSince(worker.pid, workerCpuBefore);
     watch.stop();
     await watching;
-    // The worker's own counters, as the prompt-builder's /metrics scrapes them.
-    const metrics = new TextDecoder().decode(
-      (await nc.request(workerMetricsSubject(server.names), "", { timeout: METRICS_TIMEOUT_MS }))
-        .data,
-    );
+    const metrics = await workerMetrics(nc, server);
+    const timed = (name: string, having = "") =>
+      sampleSum(metrics, name, having) - sampleSum(metricsBefore, name, having);
     const perMessage = (
       [
         ["gap reads", METRIC.gapReads],
@@ -320,14 +346,14 @@ async function ours(
         ["snapshot writes", METRIC.snapshotWrites],
       ] as const
     )
-      .map(([what, name]) => `${(sampleSum(metrics, name) / MESSAGES).toFixed(2)} ${what}`)
+      .map(([what, name]) => `${(timed(name) / MESSAGES).toFixed(2)} ${what}`)
       .join(", ");
     return {
       ms,
       // Summary jobs that went to the summarizer (not rebuilt from HISTORY or free).
-      calls: sampleSum(metrics, METRIC.summaries, 'source="model"'),
+      calls: timed(METRIC.summaries, 'source="model"'),
       perMessage,
-      summarizerCpuMs: sampleSum(metrics, METRIC.summarizerCpu) * 1_000,
+      summarizerCpuMs: timed(METRIC.summarizerCpu) * 1_000,
       benchCpuMs: (cpu.user + cpu.system) / 1_000,
       childCpuMs,
       serverCpuMs,

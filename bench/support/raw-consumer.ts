@@ -1,7 +1,8 @@
 // The e2e bench's raw consumer, run as its own process like the thread worker: consumes an
 // existing durable with an explicit ack for each message. Prints "ready" once it is pulling and
 // "done <n>" once it has acked (and flushed) RAW_COUNT messages, then waits for SIGTERM.
-// Environment: NATS_URL, RAW_STREAM, RAW_DURABLE, RAW_COUNT; RAW_WRITES=<k> (the floor, e2e
+// Environment: NATS_URL, RAW_STREAM, RAW_DURABLE, RAW_COUNT; RAW_WARM=<w>: w messages are acked
+// first, not counted, then "warm" is printed (e2e's warm-up; not with RAW_WRITES); RAW_WRITES=<k> (the floor, e2e
 // BENCH_E2E_FLOOR): before each ack, k fenced JetStream writes of RAW_WRITE_BYTES on subjects
 // of their own under RAW_WRITE_PREFIX, through the worker's own writer, as the worker's id claim
 // and HISTORY nodes are written: what the writes alone cost, without the worker's other work.
@@ -15,6 +16,8 @@ const url = process.env.NATS_URL;
 const stream = process.env.RAW_STREAM ?? "RAW";
 const durable = process.env.RAW_DURABLE ?? "raw";
 const count = Number(process.env.RAW_COUNT);
+// Acked first and not counted: "warm" is printed after them (the e2e bench's warm-up).
+const warm = Number(process.env.RAW_WARM ?? 0);
 const writes = Number(process.env.RAW_WRITES ?? 0);
 const writePrefix = process.env.RAW_WRITE_PREFIX ?? "floor";
 const payload = new Uint8Array(Number(process.env.RAW_WRITE_BYTES ?? 500)).fill(120);
@@ -41,9 +44,16 @@ await nc.flush();
 console.log("ready");
 
 let n = 0;
+let warming = warm;
+if (warming === 0) console.log("warm");
 if (!writer) {
   for await (const m of messages) {
     m.ack();
+    // One loop: leaving a `for await` ends the consume's iterator.
+    if (warming > 0) {
+      if (--warming === 0) await nc.flush().then(() => console.log("warm"));
+      continue;
+    }
     if (++n === count) break;
   }
 } else {
