@@ -107,6 +107,11 @@ export class ManagedProcess {
   readonly name: string;
   readonly child: ChildProcess;
   readonly exited: Promise<Exit>;
+  /**
+   * Its output read to the end and its log file written: after `exited`, as a process's output
+   * can still be in the pipe when it exits (or held open by a child of its own).
+   */
+  readonly closed: Promise<void>;
   #exit: Exit | undefined;
   #recent: string[] = [];
   #log: WriteStream | undefined;
@@ -139,7 +144,6 @@ export class ManagedProcess {
       const done = (exit: Exit) => {
         if (this.#exit !== undefined) return;
         this.#exit = exit;
-        this.#log?.end();
         resolve(exit);
       };
       this.child.once("exit", (code, signal) => done({ code, signal }));
@@ -147,6 +151,15 @@ export class ManagedProcess {
       this.child.once("error", (err) => {
         this.#recent.push(`could not start: ${err.message}`);
         done({ code: 127, signal: null });
+      });
+    });
+    // 'close' comes once its output streams have ended (a failed spawn's too): the log ends then,
+    // not at 'exit', when lines still on their way were written after its end (an uncaught
+    // ERR_STREAM_WRITE_AFTER_END, seen in a CI run when a nats-server was stopped under load).
+    this.closed = new Promise<void>((resolve) => {
+      this.child.once("close", () => {
+        if (this.#log) this.#log.end(resolve);
+        else resolve();
       });
     });
   }
