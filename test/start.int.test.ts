@@ -226,7 +226,9 @@ describe("runStart", () => {
 
   it("passes `npm start -- --inspect=URL` to the thread worker only, and says so", async () => {
     const argvOf = (name: string) =>
-      `import { writeFileSync } from "node:fs"; writeFileSync(${JSON.stringify(`${name}.argv`)}, JSON.stringify(process.argv.slice(2))); process.on("SIGTERM", () => process.exit(0)); setInterval(() => {}, 1000);`;
+      // Written whole, then renamed: the test stops the services once both files exist, and an
+      // empty file seen between create and write failed a loaded CI run.
+      `import { renameSync, writeFileSync } from "node:fs"; writeFileSync(${JSON.stringify(`${name}.argv.tmp`)}, JSON.stringify(process.argv.slice(2))); renameSync(${JSON.stringify(`${name}.argv.tmp`)}, ${JSON.stringify(`${name}.argv`)}); process.on("SIGTERM", () => process.exit(0)); setInterval(() => {}, 1000);`;
     const services = SERVICES.filter((s) => s.when === undefined).map((s) => {
       writeFileSync(join(dir, `${s.name}.mjs`), argvOf(s.name));
       return { ...s, entry: `${s.name}.mjs`, http: false };
