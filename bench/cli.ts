@@ -8,15 +8,11 @@ import { performance } from "node:perf_hooks";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { importLines } from "../services/cli/import.ts";
 import { startBenchServer } from "./support/server.ts";
+import { median } from "./support/timing.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const RUNS = 10;
 const MESSAGES = 20_000;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
-}
 
 function timed(args: string[]): number {
   const t = performance.now();

@@ -29,6 +29,7 @@ import { profiled } from "./support/profile.ts";
 import { startBenchServer, type BenchServer } from "./support/server.ts";
 import { serviceEntry } from "./support/service-entry.ts";
 import { SettledThreads } from "./support/settled.ts";
+import { median } from "./support/timing.ts";
 
 /** A load: messages over threads, and the settings the worker runs with. */
 interface Variant {
@@ -442,12 +443,12 @@ async function runVariant(variant: Variant): Promise<Record<string, number>> {
     console.log(`  per message, per round: ours ${writes(ourRounds)}; base ${writes(baseRounds)}`);
   }
   const pairRatios = ourRounds.map((o, i) => (raws[i] as Measured).ms / o.ms).sort((a, b) => a - b);
-  const pairMedian = Number((pairRatios[Math.floor(pairRatios.length / 2)] ?? NaN).toFixed(3));
+  const pairMedian = Number(median(pairRatios).toFixed(3));
   // The share of the worker process's CPU (threads included) its summarizer used, per round.
   const shares = ourRounds.map((o) =>
     o.childCpuMs === undefined || o.childCpuMs === 0 ? NaN : o.summarizerCpuMs / o.childCpuMs,
   );
-  const share = [...shares].sort((a, b) => a - b)[Math.floor(shares.length / 2)] ?? NaN;
+  const share = median(shares);
   console.log(
     `  rounds (msg/s): raw ${rates(raws)}; ours ${rates(ourRounds)}; ratio of each pair ${pairRatios.map((r) => r.toFixed(3)).join(", ")} (median ${pairMedian}, the headline)`,
   );
@@ -469,7 +470,7 @@ async function runVariant(variant: Variant): Promise<Record<string, number>> {
   let floorMedian: number | undefined;
   if (floors.length > 0) {
     const ratios = floors.map((f, i) => (raws[i] as Measured).ms / f.ms).sort((a, b) => a - b);
-    floorMedian = Number((ratios[Math.floor(ratios.length / 2)] ?? NaN).toFixed(3));
+    floorMedian = Number(median(ratios).toFixed(3));
     console.log(
       `  floor, raw with ${FLOOR_WRITES} fenced writes a message: rounds (msg/s) ${rates(floors)}; ` +
         `ratio to raw of each pair ${ratios.map((r) => r.toFixed(3)).join(", ")} (median ${floorMedian}); ` +

@@ -35,7 +35,7 @@ import { createReader } from "../services/prompt-builder/reader.ts";
 import { benchMessage, publishAll, type Outgoing } from "./support/load.ts";
 import { profiled } from "./support/profile.ts";
 import { startBenchServer } from "./support/server.ts";
-import { getBytes, ms, quantile, timed } from "./support/timing.ts";
+import { getBytes, median, ms, quantile, timed } from "./support/timing.ts";
 
 const THREADS = Number(process.env.BENCH_PROMPT_THREADS ?? 4);
 const AGENTS = ["north", "south", "east"];
@@ -109,10 +109,6 @@ async function storeThread(
   await kv.put(name, JSON.stringify(toSnapshot(state)));
   return { name, state, pending: [], next: messages.length };
 }
-
-/** The median of numbers (the upper one of an even count). */
-const median = (xs: number[]): number =>
-  [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
 export async function run(): Promise<Record<string, number>> {
   const server = await startBenchServer("prompt");

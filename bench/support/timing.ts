@@ -9,6 +9,11 @@ export function quantile(sorted: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 }
 
+/** The median of numbers (the upper one of an even count; NaN of none). */
+export function median(xs: readonly number[]): number {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+}
+
 /** Runs fn `count` times one after another; its durations in ms, ascending. */
 export async function timed(count: number, fn: () => Promise<unknown>): Promise<number[]> {
   const times: number[] = [];
