@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { randomUUID } from "node:crypto";
+import { jetstreamManager, StorageType } from "@nats-io/jetstream";
 import type { InfraNames } from "../config/names.ts";
 import { connectNats } from "../nats/connect.ts";
 import { findBinary, freePort, ManagedProcess, waitForPort } from "../start/processes.ts";
@@ -35,18 +36,36 @@ export interface LocalClusterOptions {
   size?: number;
 }
 
-/** Waits until the cluster has elected its JetStream meta leader and answers API requests. */
-export async function jetStreamReady(url: string, timeoutMs: number): Promise<void> {
+/**
+ * Waits until the cluster has elected its JetStream meta leader and can place a stream on
+ * `replicas` servers: a meta leader answers API requests before every peer has joined it, and an
+ * R3 stream created then fails with "no suitable peers for placement" (seen on a loaded 2-core
+ * machine), so a throwaway stream of that many replicas is made and removed.
+ */
+export async function jetStreamReady(url: string, timeoutMs: number, replicas = 1): Promise<void> {
   const nc = await connectNats({ url, name: "outline-cluster-ready", startupTimeoutMs: timeoutMs });
   const deadline = Date.now() + timeoutMs;
+  const probe = `OUTLINE_READY_${randomUUID().slice(0, 8)}`;
   try {
     for (;;) {
       try {
-        await (await jetstreamManager(nc, { timeout: 2_000 })).getAccountInfo();
+        const jsm = await jetstreamManager(nc, { timeout: 2_000 });
+        await jsm.getAccountInfo();
+        if (replicas > 1) {
+          await jsm.streams.add({
+            name: probe,
+            subjects: [`_outline.ready.${probe}`],
+            storage: StorageType.Memory,
+            num_replicas: replicas,
+          });
+          await jsm.streams.delete(probe);
+        }
         return;
       } catch (err) {
         if (Date.now() > deadline)
-          throw new Error(`JetStream on ${url} did not become ready: ${(err as Error).message}`);
+          throw new Error(
+            `JetStream on ${url} did not become ready for ${replicas} replicas: ${(err as Error).message}`,
+          );
         await new Promise((r) => setTimeout(r, 250));
       }
     }
@@ -120,7 +139,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     }
   }
   const url = nodes.map((n) => n.url).join(",");
-  await jetStreamReady(url, 60_000);
+  await jetStreamReady(url, 60_000, size);
   return {
     nodes,
     url,
