@@ -152,6 +152,11 @@ export class ExtractPool {
     return this.#cpuMs;
   }
 
+  /** Threads that have answered a batch: started, their modules loaded, the summarizer run. */
+  get started(): number {
+    return this.#slots.filter((slot) => slot.answered).length;
+  }
+
   /** Digests the threads hold for nodes whose parent is not built yet, as of their last answers. */
   held(): HeldDigests {
     const held = { digests: 0, bytes: 0 };
