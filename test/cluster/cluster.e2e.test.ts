@@ -306,6 +306,7 @@ const clusterLog = (instances: Instance[]) =>
           .join("\n")}`,
     )
     .join("\n");
+const outputs = (instances: Instance[]) => instances.map((i) => i.output);
 const moveTimes = (moves: LeaseMove[]) =>
   moves.map((m) => `${m.partition}: ${m.ms} ms`).join(", ") || "none";
 
@@ -333,7 +334,9 @@ describe("many instances on a 3-node cluster (SPEC §9)", () => {
       await expectClean(hh, threads, [i1, i2], clock, watched);
 
       // The survivors took the dead one's leases over (it never let go), each partition once.
-      const taken = leaseMoves(watched.leases).filter((m) => m.from === victim);
+      const taken = leaseMoves(watched.leases, outputs([i1, i2, i3])).filter(
+        (m) => m.from === victim,
+      );
       expect(taken.map((m) => m.partition).sort()).toEqual(owned.sort());
       expect(taken.every((m) => m.takenOver)).toBe(true);
       // The first write by a new owner: stored after its partition was taken over (the dead one
@@ -384,7 +387,7 @@ describe("many instances on a 3-node cluster (SPEC §9)", () => {
       await expectClean(hh, threads, [...three, fourth], clock, watched);
       await waitBalanced(fourth, 4);
       // It got its share by hand-over: each partition let go by its holder, then taken.
-      const moves = leaseMoves(watched.leases);
+      const moves = leaseMoves(watched.leases, outputs([...three, fourth]));
       const joined = moves.filter((m) => m.to === fourth.memberId());
       const log = clusterLog([...three, fourth]);
       expect(
@@ -450,7 +453,7 @@ describe("many instances on a 3-node cluster (SPEC §9)", () => {
       await expectClean(hh, threads, live, clock, watched);
       // Every partition moved by hand-over: nothing was taken from a member judged dead, so no
       // thread waited for a lease to time out.
-      const moves = leaseMoves(watched.leases);
+      const moves = leaseMoves(watched.leases, outputs(all));
       expect(
         moves.filter((m) => m.takenOver),
         clusterLog(all),

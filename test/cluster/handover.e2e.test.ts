@@ -57,7 +57,7 @@ describe("partitioned workers on one server", () => {
     );
     // Handed over, not timed out: a let each of its partitions go and b took it; none was taken
     // from a holder that fell silent.
-    const moves = leaseMoves(leases.events);
+    const moves = leaseMoves(leases.events, [a.output, b.output]);
     expect(moves.map((m) => [m.partition, m.from, m.to, m.takenOver]).sort()).toEqual(
       (split.members.find((m) => m.id === a.memberId())?.partitions ?? [])
         .map((k) => [k, a.memberId(), b.memberId(), false])

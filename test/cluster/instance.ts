@@ -194,11 +194,19 @@ export interface LeaseMove {
   at: number;
 }
 
-/** Every change of holder in the events, in the order they happened. */
-export function leaseMoves(events: readonly LeaseEvent[]): LeaseMove[] {
+/**
+ * Every change of holder in the events, in the order they happened. `logs`: the output of every
+ * instance that ran. A holder written over another's with no release between is a takeover only
+ * if the taker says so ("taking partition k from …", membership.ts): the bucket keeps one entry
+ * a key, so a release the next take replaced before this watch read it is never delivered (seen
+ * in a CI run at load 5: a hand-over of the rolling restart counted as a failover).
+ */
+export function leaseMoves(events: readonly LeaseEvent[], logs: readonly string[]): LeaseMove[] {
   const moves: LeaseMove[] = [];
   const holders = new Map<number, LeaseEvent>();
   const released = new Map<number, { from: string; at: number }>();
+  const said = (partition: number, from: string) =>
+    logs.some((log) => log.includes(`cluster: taking partition ${partition} from ${from},`));
   for (const e of [...events].sort((a, b) => a.revision - b.revision)) {
     const holder = holders.get(e.partition);
     if (e.member === undefined) {
@@ -207,11 +215,11 @@ export function leaseMoves(events: readonly LeaseEvent[]): LeaseMove[] {
       continue;
     }
     const free = released.get(e.partition);
-    if (holder?.member && holder.member !== e.member) {
-      const { partition, member: to, at } = e;
-      moves.push({ partition, from: holder.member, to, takenOver: true, ms: at - holder.at, at });
-    } else if (free && free.from !== e.member) {
-      const { partition, member: to, at } = e;
+    const { partition, member: to, at } = e;
+    if (holder?.member && holder.member !== to) {
+      const takenOver = said(partition, holder.member);
+      moves.push({ partition, from: holder.member, to, takenOver, ms: at - holder.at, at });
+    } else if (free && free.from !== to) {
       moves.push({ partition, from: free.from, to, takenOver: false, ms: at - free.at, at });
     }
     released.delete(e.partition);
