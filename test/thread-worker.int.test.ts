@@ -233,10 +233,22 @@ describe("thread worker", () => {
     const threads = ["c1", "c2", "c3"];
     const ncA = await connect("worker-a");
     const workerA = await start(h, { ackWaitMs: 1_500 }, ncA);
-    const publishing = publishRange(h, threads, 0, 150);
+    // Half first, until A has stored every thread (a snapshot shows only what a stored state
+    // holds): on a fast host A applied 120 messages before its first save, crashed with nothing
+    // stored, and B had nothing to rehydrate (a CI run, 2026-12-02).
+    await publishRange(h, threads, 0, 75);
     await waitFor(
-      "worker A to be mid-stream",
-      () => workerA.metrics.get(METRIC.events, { kind: "message" }) >= 120,
+      "worker A to store the first half",
+      async () =>
+        (await Promise.all(threads.map((t) => readSnapshot(h, t)))).every(
+          (snapshot) => (snapshot?.count ?? 0) >= 75,
+        ),
+      30_000,
+    );
+    const publishing = publishRange(h, threads, 75, 150);
+    await waitFor(
+      "worker A to be mid-stream in the second half",
+      () => workerA.metrics.get(METRIC.events, { kind: "message" }) >= 255,
       30_000,
     );
     // A crash: no drain, no final write, the connection just goes.
