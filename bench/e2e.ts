@@ -481,9 +481,10 @@ async function runVariant(variant: Variant): Promise<Record<string, number>> {
   // What the CPU a round used allows at best: every process's CPU (publisher, worker, server)
   // packed on all cores, against raw's rate in the same pair. A goal above it cannot be met by
   // scheduling; the work itself must shrink.
+  // (cores × messages / CPU s) over (messages / raw's s): the messages cancel.
   const ceilings = ourRounds.map((o, i) => {
     const used = o.benchCpuMs + (o.childCpuMs ?? NaN) + (o.serverCpuMs ?? NaN);
-    return (CORES * MESSAGES) / (used / 1000) / perSecond(MESSAGES, (raws[i] as Measured).ms);
+    return (CORES * (raws[i] as Measured).ms) / used;
   });
   const ceiling = median(ceilings.filter((c) => Number.isFinite(c)));
   if (Number.isFinite(ceiling)) {
