@@ -6,7 +6,7 @@ import { cutToBytes, utf8Bytes } from "../../../shared/bytes.ts";
 import { shorten } from "./compose.ts";
 import { findEntities, type Entity } from "./entities.ts";
 import { lineIdeas } from "./segment.ts";
-import { clausesOf, makeUnit, type Unit } from "./units.ts";
+import { clauseSpans, countedTerms, makeUnit, type Unit } from "./units.ts";
 
 export interface Digest {
   /** The line the digest was made with: a merge uses a digest only for the line it names. */
@@ -45,30 +45,56 @@ const TAIL_SENTENCES = 16;
 export function tighten(unit: Unit, text: string, room: number): string {
   const whole = text === unit.text ? unit.bytes : utf8Bytes(text);
   if (whole <= room) return text;
-  const clauses = clausesOf(text);
-  const mark = utf8Bytes("…");
+  const spans = clauseSpans(text);
+  const count = spans.length / 2;
+  const mark = MARK_BYTES;
   // Clauses of ASCII text are ASCII: a byte per character.
   const ascii = whole === text.length;
-  const bytes = clauses.map((c) => (ascii ? c.length : utf8Bytes(c)));
+  const bytes: number[] = new Array<number>(count);
   // The terms (by index in the unit) each clause holds; a term split across clauses is missed.
-  const held = clauses.map((c) => {
-    const lower = c.toLowerCase();
-    const terms: number[] = [];
-    for (let t = 0; t < unit.terms.length; t++)
-      if (lower.includes(unit.terms[t] as string)) terms.push(t);
-    return terms;
-  });
+  const held: number[][] = [];
+  for (let c = 0; c < count; c++) held.push([]);
+  if (ascii) {
+    // Lower-casing ASCII keeps offsets: each term's occurrences in the whole text, found once,
+    // tell which clauses hold it (a clause holds those that start and end inside it).
+    for (let c = 0; c < count; c++)
+      bytes[c] = (spans[2 * c + 1] as number) - (spans[2 * c] as number);
+    const lower = text.toLowerCase();
+    for (let t = 0; t < unit.terms.length; t++) {
+      const term = unit.terms[t] as string;
+      let c = 0;
+      for (let at = lower.indexOf(term); at >= 0 && c < count;) {
+        while (c < count && (spans[2 * c + 1] as number) < at + term.length) c++;
+        if (c === count) break;
+        if ((spans[2 * c] as number) <= at) {
+          (held[c] as number[]).push(t);
+          c++;
+          if (c === count) break;
+          at = lower.indexOf(term, Math.max(at + 1, spans[2 * c] as number));
+        } else at = lower.indexOf(term, spans[2 * c]);
+      }
+    }
+  } else {
+    for (let c = 0; c < count; c++) {
+      const clause = text.slice(spans[2 * c], spans[2 * c + 1]);
+      bytes[c] = utf8Bytes(clause);
+      const lower = clause.toLowerCase();
+      const terms = held[c] as number[];
+      for (let t = 0; t < unit.terms.length; t++)
+        if (lower.includes(unit.terms[t] as string)) terms.push(t);
+    }
+  }
   let best: [number, number] | undefined;
   let bestWeight = -1;
   const seen = new Uint32Array(unit.terms.length);
   let stamp = 0;
-  for (let i = 0; i < clauses.length; i++) {
+  for (let i = 0; i < count; i++) {
     let size = i > 0 ? mark : 0;
     let weight = 0;
     stamp++;
-    for (let j = i; j < clauses.length; j++) {
+    for (let j = i; j < count; j++) {
       size += (bytes[j] as number) + (j > i ? 1 : 0);
-      if (size + (j < clauses.length - 1 ? mark : 0) > room) break;
+      if (size + (j < count - 1 ? mark : 0) > room) break;
       for (const t of held[j] as number[]) {
         if (seen[t] === stamp) continue;
         seen[t] = stamp;
@@ -84,14 +110,15 @@ export function tighten(unit: Unit, text: string, room: number): string {
   }
   if (best) {
     const [i, j] = best;
-    const run = clauses
-      .slice(i, j + 1)
-      .join(" ")
-      .replace(/[\s,;:—–-]+$/u, "");
-    return `${i > 0 ? "…" : ""}${run}${j < clauses.length - 1 ? "…" : ""}`;
+    let run = text.slice(spans[2 * i], spans[2 * i + 1]);
+    for (let k = i + 1; k <= j; k++) run += ` ${text.slice(spans[2 * k], spans[2 * k + 1])}`;
+    run = run.replace(/[\s,;:—–-]+$/u, "");
+    return `${i > 0 ? "…" : ""}${run}${j < count - 1 ? "…" : ""}`;
   }
   return room > mark ? shorten(text, room) : "";
 }
+
+const MARK_BYTES = utf8Bytes("…");
 
 /** The most frequent `max` of `counts` (ties by term, so the result does not depend on order). */
 function topCounts(counts: Map<string, number>, max: number): TermCounts {
@@ -142,10 +169,17 @@ export function messageDigest(
     // A sentence said twice in one message is one unit.
     if (seen.has(sentence)) continue;
     seen.add(sentence);
-    const full = makeUnit(who, at, nth, sentence, found);
-    const text = tighten(full, sentence, UNIT_BYTES);
-    if (!text) continue;
-    units.push(text === sentence ? full : makeUnit(who, at, nth, text, found));
+    const bytes = utf8Bytes(sentence);
+    if (bytes <= UNIT_BYTES) {
+      // Fits whole (tighten would give it back as it is).
+      if (sentence) units.push(makeUnit(who, at, nth, sentence, found));
+      continue;
+    }
+    // Cut, and so never the sentence itself: its terms are all tighten weighs it by.
+    const { terms, weights } = countedTerms(sentence, bytes, found);
+    const whole = { who, at, nth, text: sentence, bytes, score: 0, cue: 0, terms, weights };
+    const text = tighten(whole, sentence, UNIT_BYTES);
+    if (text) units.push(makeUnit(who, at, nth, text, found));
   }
   return { line, units: keepBest(units, DIGEST_UNITS), common: countsOf([units]) };
 }

@@ -103,8 +103,19 @@ const KINDS: readonly EntityKind[] = ["url", "email", "date", "path", "id", "num
  * summarizer's largest cost (bench e2e heavy), and most positions are inside plain words.
  */
 export function* entityMatches(text: string): Generator<RegExpExecArray> {
-  const n = text.length;
   let i = 0;
+  for (let match = matchFrom(text, i); match; match = matchFrom(text, i)) {
+    i = AT.lastIndex; // before the yield: the caller may search meanwhile
+    yield match;
+  }
+}
+
+/**
+ * The first match of PATTERN at or after `i` (AT.lastIndex is then its end), or null: one
+ * step of entityMatches, for a caller that needs no generator (findEntities, per message).
+ */
+function matchFrom(text: string, i: number): RegExpExecArray | null {
+  const n = text.length;
   while (i < n) {
     const skip = mayStart(text, i);
     if (skip > 0) {
@@ -113,11 +124,10 @@ export function* entityMatches(text: string): Generator<RegExpExecArray> {
     }
     AT.lastIndex = i;
     const match = AT.exec(text);
-    if (match) {
-      yield match;
-      i = AT.lastIndex;
-    } else i += isPair(text, i) ? 2 : 1; // as a global `u` search steps: by code point
+    if (match) return match;
+    i += isPair(text, i) ? 2 : 1; // as a global `u` search steps: by code point
   }
+  return null;
 }
 
 function isPair(text: string, i: number): boolean {
@@ -171,7 +181,8 @@ export function findEntities(text: string, offset = 0): Entity[] {
   // Capitalised runs already named: nameOf gives the same name again (in seen) or none.
   const named = new Set<string>();
   const found: Entity[] = [];
-  for (const match of entityMatches(text)) {
+  // Nothing in the loop searches with AT: its lastIndex is still the match's end.
+  for (let match = matchFrom(text, 0); match; match = matchFrom(text, AT.lastIndex)) {
     let g = 1;
     while (g <= KINDS.length && match[g] === undefined) g++;
     const kind = KINDS[g - 1];

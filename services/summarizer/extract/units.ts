@@ -106,6 +106,10 @@ function termsIn(
     weights.push(bare ? BARE_NUMBER_WEIGHT : KIND_WEIGHT[entity.kind]);
     if (entity.kind === "name") for (const part of key.split(" ")) seen.add(part);
   }
+  if (plain && text.length <= MAX_INTERNED_TEXT) {
+    internedWords(text, seen, terms, weights);
+    return { terms, weights };
+  }
   const add = (word: string) => {
     if (word.length < 3 || seen.has(word) || COMMON_WORDS.has(word)) return;
     seen.add(word);
@@ -114,6 +118,80 @@ function termsIn(
   };
   eachWord(text, add, plain);
   return { terms, weights };
+}
+
+// Words met before, each string made once: asciiWords made a string per word and hashed it
+// twice (seen, COMMON_WORDS), the largest cost of a unit (bench e2e heavy). An open-addressing
+// table keyed by the word's characters, with whether it is common and the last call that took
+// it (so a call's own words need no set). Emptied when half full, between calls only.
+const SLOTS = 1 << 16;
+const words: (string | undefined)[] = new Array<string | undefined>(SLOTS);
+const common = new Uint8Array(SLOTS);
+const taken = new Uint32Array(SLOTS);
+let used = 0;
+let call = 0;
+/** A text at most this long adds at most SLOTS / 8 words (each 3 letters and a separator). */
+const MAX_INTERNED_TEXT = SLOTS / 2;
+
+/** The terms among asciiWords(text) not in `seen`, as termsIn adds them (each once). */
+function internedWords(text: string, seen: Set<string>, terms: string[], weights: number[]) {
+  if (used > SLOTS / 2 || call === 0xffffffff) {
+    words.fill(undefined);
+    taken.fill(0);
+    used = 0;
+    call = 0;
+  }
+  const stamp = ++call;
+  const checkSeen = seen.size > 0;
+  const lower = text.toLowerCase();
+  const n = lower.length;
+  let i = 0;
+  while (i < n) {
+    const c = lower.charCodeAt(i);
+    if (c < 97 || c > 122) {
+      i++;
+      continue;
+    }
+    const start = i++;
+    for (; i < n; i++) {
+      const d = lower.charCodeAt(i);
+      // [a-z0-9'-] (upper case is lower-cased already)
+      if (!((d >= 97 && d <= 122) || (d >= 48 && d <= 57) || d === 39 || d === 45)) break;
+    }
+    const end =
+      i - start >= 2 && lower.charCodeAt(i - 1) === 115 && lower.charCodeAt(i - 2) === 39
+        ? i - 2
+        : i;
+    const length = end - start;
+    if (length < 3) continue;
+    let hash = length;
+    for (let k = start; k < end; k++) hash = (Math.imul(hash, 31) + lower.charCodeAt(k)) | 0;
+    let slot = (hash ^ (hash >>> 15)) & (SLOTS - 1);
+    let word: string | undefined;
+    for (;;) {
+      word = words[slot];
+      if (word === undefined) {
+        word = lower.slice(start, end);
+        words[slot] = word;
+        common[slot] = COMMON_WORDS.has(word) ? 1 : 0;
+        used++;
+        break;
+      }
+      if (word.length === length && sameAt(word, lower, start)) break;
+      slot = (slot + 1) & (SLOTS - 1);
+    }
+    if (common[slot] === 1 || taken[slot] === stamp) continue;
+    taken[slot] = stamp;
+    if (checkSeen && seen.has(word)) continue;
+    terms.push(word);
+    weights.push(length >= 8 ? 1.25 : 1);
+  }
+}
+
+function sameAt(word: string, text: string, at: number): boolean {
+  for (let k = 0; k < word.length; k++)
+    if (word.charCodeAt(k) !== text.charCodeAt(at + k)) return false;
+  return true;
 }
 
 /**
@@ -176,15 +254,23 @@ export function makeUnit(
   found?: readonly Entity[],
 ): Unit {
   const bytes = utf8Bytes(text);
-  // As many bytes as characters: ASCII, known without a second scan.
-  const plain = bytes === text.length || !NOT_PLAIN.test(text);
-  const { terms, weights } = termsIn(text, found, plain);
+  const { terms, weights } = countedTerms(text, bytes, found);
   const cue = cueOf(text);
   let sum = 0;
   for (const w of weights) sum += w;
   // A short acknowledgement carries no term: it scores nothing and is chosen last, if ever.
   const score = Math.min(sum, MAX_TERM_WEIGHT) + (terms.length > 0 ? cue : cue / 4);
   return { who, at, nth, text, bytes, score: score + (nth === 0 ? 0.25 : 0), cue, terms, weights };
+}
+
+/** termsOf for a text of `bytes` UTF-8 bytes. */
+export function countedTerms(
+  text: string,
+  bytes: number,
+  found?: readonly Entity[],
+): { terms: string[]; weights: number[] } {
+  // As many bytes as characters: ASCII, known without a second scan.
+  return termsIn(text, found, bytes === text.length || !NOT_PLAIN.test(text));
 }
 
 // Where a long sentence may be cut into clauses that still read: after a comma, semicolon,
@@ -194,10 +280,49 @@ const CLAUSE =
 
 /** A sentence's clauses, in order; joined with single spaces they give the sentence back. */
 export function clausesOf(text: string): string[] {
-  return text
-    .split(CLAUSE)
-    .map((c) => c.trim())
-    .filter((c) => c.length > 0);
+  const spans = clauseSpans(text);
+  const clauses: string[] = [];
+  for (let c = 0; c < spans.length; c += 2) clauses.push(text.slice(spans[c], spans[c + 1]));
+  return clauses;
+}
+
+/**
+ * Where `text.split(CLAUSE)` puts its pieces, trimmed and non-empty, as [start, end) offsets:
+ * tighten needs only the few clauses it keeps as strings. CLAUSE only matches whole runs of
+ * `\s`, so a piece has space to trim only at the text's start and end.
+ */
+export function clauseSpans(text: string): number[] {
+  const spans: number[] = [];
+  let piece = 0;
+  CLAUSE.lastIndex = 0;
+  for (let match = CLAUSE.exec(text); match; match = CLAUSE.exec(text)) {
+    pushTrimmed(spans, text, piece, match.index);
+    piece = CLAUSE.lastIndex;
+  }
+  pushTrimmed(spans, text, piece, text.length);
+  return spans;
+}
+
+function pushTrimmed(spans: number[], text: string, start: number, end: number): void {
+  while (start < end && isSpace(text.charCodeAt(start))) start++;
+  while (end > start && isSpace(text.charCodeAt(end - 1))) end--;
+  if (end > start) spans.push(start, end);
+}
+
+/** `\s`, and what trim() takes off: the same set. */
+function isSpace(c: number): boolean {
+  if (c < 0x80) return c === 32 || (c >= 9 && c <= 13);
+  return (
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000 ||
+    c === 0xfeff
+  );
 }
 
 /** Sentences of a piece of a line, clauses split on semicolons (a line joins clauses so). */
