@@ -43,47 +43,31 @@ const TAIL_SENTENCES = 16;
  * clause's bytes and terms are found once; only the chosen run is put together.
  */
 export function tighten(unit: Unit, text: string, room: number): string {
+  return tightenTo(unit, text, room, true);
+}
+
+/** A text's clauses as tighten weighs them: offsets, UTF-8 bytes, terms held (by index). */
+interface Clauses {
+  spans: number[];
+  bytes: number[];
+  held: number[][];
+}
+
+// A unit's own text is cut again by every merge up the tree that shows it: its clauses are read
+// once. Units are never changed once made, so the entry holds as long as the unit lives.
+const clausesOfUnit = new WeakMap<Unit, Clauses>();
+
+function tightenTo(unit: Unit, text: string, room: number, keep: boolean): string {
   const whole = text === unit.text ? unit.bytes : utf8Bytes(text);
   if (whole <= room) return text;
-  const spans = clauseSpans(text);
-  const count = spans.length / 2;
-  const mark = MARK_BYTES;
-  // Clauses of ASCII text are ASCII: a byte per character.
-  const ascii = whole === text.length;
-  const bytes: number[] = new Array<number>(count);
-  // The terms (by index in the unit) each clause holds; a term split across clauses is missed.
-  const held: number[][] = [];
-  for (let c = 0; c < count; c++) held.push([]);
-  if (ascii) {
-    // Lower-casing ASCII keeps offsets: each term's occurrences in the whole text, found once,
-    // tell which clauses hold it (a clause holds those that start and end inside it).
-    for (let c = 0; c < count; c++)
-      bytes[c] = (spans[2 * c + 1] as number) - (spans[2 * c] as number);
-    const lower = text.toLowerCase();
-    for (let t = 0; t < unit.terms.length; t++) {
-      const term = unit.terms[t] as string;
-      let c = 0;
-      for (let at = lower.indexOf(term); at >= 0 && c < count;) {
-        while (c < count && (spans[2 * c + 1] as number) < at + term.length) c++;
-        if (c === count) break;
-        if ((spans[2 * c] as number) <= at) {
-          (held[c] as number[]).push(t);
-          c++;
-          if (c === count) break;
-          at = lower.indexOf(term, Math.max(at + 1, spans[2 * c] as number));
-        } else at = lower.indexOf(term, spans[2 * c]);
-      }
-    }
-  } else {
-    for (let c = 0; c < count; c++) {
-      const clause = text.slice(spans[2 * c], spans[2 * c + 1]);
-      bytes[c] = utf8Bytes(clause);
-      const lower = clause.toLowerCase();
-      const terms = held[c] as number[];
-      for (let t = 0; t < unit.terms.length; t++)
-        if (lower.includes(unit.terms[t] as string)) terms.push(t);
-    }
+  let clauses = text === unit.text ? clausesOfUnit.get(unit) : undefined;
+  if (!clauses) {
+    clauses = readClauses(unit, text, whole === text.length);
+    if (keep && text === unit.text) clausesOfUnit.set(unit, clauses);
   }
+  const { spans, bytes, held } = clauses;
+  const count = bytes.length;
+  const mark = MARK_BYTES;
   let best: [number, number] | undefined;
   let bestWeight = -1;
   const seen = new Uint32Array(unit.terms.length);
@@ -116,6 +100,48 @@ export function tighten(unit: Unit, text: string, room: number): string {
     return `${i > 0 ? "…" : ""}${run}${j < count - 1 ? "…" : ""}`;
   }
   return room > mark ? shorten(text, room) : "";
+}
+
+/** Clauses of `text` (ASCII when `ascii`) and the terms of `unit` each holds. */
+function readClauses(unit: Unit, text: string, ascii: boolean): Clauses {
+  const spans = clauseSpans(text);
+  const count = spans.length / 2;
+  const bytes: number[] = new Array<number>(count);
+  // The terms (by index in the unit) each clause holds; a term split across clauses is missed.
+  const held: number[][] = [];
+  for (let c = 0; c < count; c++) held.push([]);
+  if (ascii) {
+    // Clauses of ASCII text are ASCII: a byte per character. Lower-casing keeps offsets: each
+    // term's occurrences in the whole text, found once, tell which clauses hold it.
+    for (let c = 0; c < count; c++)
+      bytes[c] = (spans[2 * c + 1] as number) - (spans[2 * c] as number);
+    const lower = text.toLowerCase();
+    for (let t = 0; t < unit.terms.length; t++) {
+      const term = unit.terms[t] as string;
+      let c = 0;
+      for (let at = lower.indexOf(term); at >= 0 && c < count;) {
+        // Past the clauses that end before this occurrence does; held if it starts in the next.
+        while (c < count && (spans[2 * c + 1] as number) < at + term.length) c++;
+        if (c === count) break;
+        if ((spans[2 * c] as number) <= at) {
+          (held[c] as number[]).push(t);
+          c++;
+          if (c === count) break;
+          at = lower.indexOf(term, Math.max(at + 1, spans[2 * c] as number));
+        } else at = lower.indexOf(term, spans[2 * c]);
+      }
+    }
+  } else {
+    for (let c = 0; c < count; c++) {
+      const clause = text.slice(spans[2 * c], spans[2 * c + 1]);
+      bytes[c] = utf8Bytes(clause);
+      const lower = clause.toLowerCase();
+      const terms = held[c] as number[];
+      for (let t = 0; t < unit.terms.length; t++)
+        if (lower.includes(unit.terms[t] as string)) terms.push(t);
+    }
+  }
+  return { spans, bytes, held };
 }
 
 const MARK_BYTES = utf8Bytes("…");
@@ -178,7 +204,7 @@ export function messageDigest(
     // Cut, and so never the sentence itself: its terms are all tighten weighs it by.
     const { terms, weights } = countedTerms(sentence, bytes, found);
     const whole = { who, at, nth, text: sentence, bytes, score: 0, cue: 0, terms, weights };
-    const text = tighten(whole, sentence, UNIT_BYTES);
+    const text = tightenTo(whole, sentence, UNIT_BYTES, false);
     if (text) units.push(makeUnit(who, at, nth, text, found));
   }
   return { line, units: keepBest(units, DIGEST_UNITS), common: countsOf([units]) };

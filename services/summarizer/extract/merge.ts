@@ -23,6 +23,8 @@ interface Pick {
   at: number;
   unit: Unit;
   text: string;
+  /** UTF-8 bytes of `text`. */
+  bytes: number;
 }
 
 function headOf(who: string, limit: number): string {
@@ -31,17 +33,55 @@ function headOf(who: string, limit: number): string {
   return name ? `${name}: ` : "";
 }
 
-/** Picks in the order said; a speaker's head opens each of their runs. */
-function render(picks: readonly Pick[], limit: number): string {
-  let out = "";
-  let who: string | undefined;
-  for (const pick of [...picks].sort((a, b) => a.at - b.at)) {
-    if (pick.unit.who !== who) {
-      out += `${out ? " / " : ""}${headOf(pick.unit.who, limit)}${pick.text}`;
-      who = pick.unit.who;
-    } else out += `${/[.!?…:]$/u.test(out) ? " " : "; "}${pick.text}`;
+/** A speaker's head and its bytes, made once per speaker and line. */
+type Heads = Map<string, { head: string; bytes: number }>;
+
+function headIn(heads: Heads, who: string, limit: number): { head: string; bytes: number } {
+  let entry = heads.get(who);
+  if (!entry) {
+    const head = headOf(who, limit);
+    heads.set(who, (entry = { head, bytes: utf8Bytes(head) }));
   }
-  return out;
+  return entry;
+}
+
+/** What `/[.!?…:]$/u` asks of a text's last character. */
+function endsSentence(c: number): boolean {
+  return c === 46 || c === 33 || c === 63 || c === 0x2026 || c === 58;
+}
+
+/**
+ * Picks, in the order said (`sorted` is), as one text; a speaker's head opens each of their
+ * runs. With its UTF-8 bytes, added up from its parts: each joint has ASCII on one side (a
+ * separator or a head's `: `), so no two parts make one character.
+ */
+function render(
+  sorted: readonly Pick[],
+  limit: number,
+  heads: Heads,
+): { text: string; bytes: number } {
+  let out = "";
+  let bytes = 0;
+  // out's last code unit (-1 while empty), so no RegExp runs on a growing string.
+  let last = -1;
+  let who: string | undefined;
+  for (const pick of sorted) {
+    if (pick.unit.who !== who) {
+      const { head, bytes: headBytes } = headIn(heads, pick.unit.who, limit);
+      const sep = out ? " / " : "";
+      out += `${sep}${head}${pick.text}`;
+      bytes += sep.length + headBytes + pick.bytes;
+      if (pick.text) last = pick.text.charCodeAt(pick.text.length - 1);
+      else if (head || sep) last = 32; // both end in a space
+      who = pick.unit.who;
+    } else {
+      const sep = endsSentence(last) ? " " : "; ";
+      out += `${sep}${pick.text}`;
+      bytes += sep.length + pick.bytes;
+      last = pick.text ? pick.text.charCodeAt(pick.text.length - 1) : 32;
+    }
+  }
+  return { text: out, bytes };
 }
 
 /** The merged line of at most `limit` bytes, and the units it shows. */
@@ -98,15 +138,27 @@ export function composeMerge(
   const density = (at: number): number => gainOf(at) / (cost[at] as number);
 
   const picks: Pick[] = [];
+  let sorted: Pick[] = [];
+  const heads: Heads = new Map();
   let text = "";
   let textBytes = 0;
   let cuts = 0;
   const take = (at: number, unitText: string): boolean => {
-    const trial = [...picks, { at, unit: pool[at] as Unit, text: unitText }];
-    const rendered = render(trial, limit);
-    const bytes = utf8Bytes(rendered);
+    const unit = pool[at] as Unit;
+    const pick = {
+      at,
+      unit,
+      text: unitText,
+      bytes: unitText === unit.text ? unit.bytes : utf8Bytes(unitText),
+    };
+    // In the order said: where the pick goes among those taken.
+    let slot = sorted.length;
+    while (slot > 0 && (sorted[slot - 1] as Pick).at > at) slot--;
+    const trial = [...sorted.slice(0, slot), pick, ...sorted.slice(slot)];
+    const { text: rendered, bytes } = render(trial, limit, heads);
     if (bytes > limit) return false;
-    picks.push(trial[trial.length - 1] as Pick);
+    picks.push(pick);
+    sorted = trial;
     text = rendered;
     textBytes = bytes;
     const lower = unitText.toLowerCase();
@@ -116,7 +168,7 @@ export function composeMerge(
   /** Whole if it fits, else cut to the room left when that keeps enough of its weight. */
   const place = (at: number, share: number): boolean => {
     const unit = pool[at] as Unit;
-    const head = utf8Bytes(headOf(unit.who, limit)) + 3;
+    const head = headIn(heads, unit.who, limit).bytes + 3;
     if (unit.bytes <= share && textBytes + unit.bytes + 2 <= limit && take(at, unit.text))
       return true;
     const room = Math.min(share, limit - textBytes - head);
@@ -129,7 +181,8 @@ export function composeMerge(
     return take(at, cut);
   };
 
-  const out = new Set<number>();
+  // Units already weighed for the line (taken or not), by pool index: flags, not a Set.
+  const out = new Uint8Array(pool.length);
   // The best unit of each half, each within half the line, so both halves are represented.
   for (const s of [0, 1]) {
     let best = -1;
@@ -143,8 +196,8 @@ export function composeMerge(
       }
     }
     if (best < 0) continue;
-    out.add(best);
-    const share = Math.floor(limit / 2) - utf8Bytes(headOf((pool[best] as Unit).who, limit)) - 3;
+    out[best] = 1;
+    const share = Math.floor(limit / 2) - headIn(heads, (pool[best] as Unit).who, limit).bytes - 3;
     if (!place(best, share)) {
       const cut = shortFor(pool[best] as Unit, share);
       if (cut) take(best, cut);
@@ -152,31 +205,31 @@ export function composeMerge(
   }
   // Then whatever adds the most per byte, until nothing more fits. A unit's gain only falls as
   // the line covers more terms, so a bound from an earlier round is checked before it is trusted.
-  const bound = pool.map((_, i) => (out.has(i) ? -1 : density(i)));
+  const bound = pool.map((_, i) => (out[i] === 1 ? -1 : density(i)));
   for (;;) {
     if (
       limit - textBytes < MIN_ROOM &&
-      pool.every((u, i) => out.has(i) || u.bytes + 2 > limit - textBytes)
+      pool.every((u, i) => out[i] === 1 || u.bytes + 2 > limit - textBytes)
     )
       break;
     let best = -1;
     for (let i = 0; i < pool.length; i++)
-      if (!out.has(i) && (best < 0 || (bound[i] as number) > (bound[best] as number))) best = i;
+      if (out[i] !== 1 && (best < 0 || (bound[i] as number) > (bound[best] as number))) best = i;
     if (best < 0 || (bound[best] as number) <= 0) break;
     const now = density(best);
     let next = 0;
     for (let i = 0; i < pool.length; i++)
-      if (i !== best && !out.has(i)) next = Math.max(next, bound[i] as number);
+      if (i !== best && out[i] !== 1) next = Math.max(next, bound[i] as number);
     if (now < next) {
       bound[best] = now;
       continue;
     }
-    out.add(best);
+    out[best] = 1;
     if (now > 0) place(best, limit);
   }
   if (picks.length === 0 && pool.length > 0) {
     const unit = pool[0] as Unit;
-    const cut = shortFor(unit, limit - utf8Bytes(headOf(unit.who, limit)));
+    const cut = shortFor(unit, limit - headIn(heads, unit.who, limit).bytes);
     if (cut) take(0, cut);
   }
   // `take` keeps only a text that fits: counted already, no second count.
