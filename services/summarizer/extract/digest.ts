@@ -148,11 +148,27 @@ const MARK_BYTES = utf8Bytes("…");
 
 /** The most frequent `max` of `counts` (ties by term, so the result does not depend on order). */
 function topCounts(counts: Map<string, number>, max: number): TermCounts {
-  const ranked = [...counts].sort(
-    (a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0),
-  );
-  const kept = ranked.slice(0, max);
-  return { terms: kept.map((e) => e[0]), counts: kept.map((e) => e[1]) };
+  // Terms by count, most first, each count's terms in code-unit order (a plain sort's, as `<`
+  // compares): the order a sort of every entry by count, then term, gives. Only the counts that
+  // make the cut are sorted, and most terms share a count.
+  const byCount = new Map<number, string[]>();
+  for (const [term, count] of counts) {
+    const terms = byCount.get(count);
+    if (terms) terms.push(term);
+    else byCount.set(count, [term]);
+  }
+  const order = [...byCount.keys()].sort((a, b) => b - a);
+  const terms: string[] = [];
+  const kept: number[] = [];
+  for (const count of order) {
+    if (terms.length >= max) break;
+    const group = (byCount.get(count) as string[]).sort();
+    for (let i = 0; i < group.length && terms.length < max; i++) {
+      terms.push(group[i] as string);
+      kept.push(count);
+    }
+  }
+  return { terms, counts: kept };
 }
 
 /** Two stretches' counts added up (they cover different messages). */
@@ -257,7 +273,11 @@ export function lineDigest(line: string, id: number, n: number): Digest {
   }
   // Each turn of a line stands for a message it covers.
   const turnsOf = new Map<number, Unit[]>();
-  for (const unit of units) turnsOf.set(unit.at, [...(turnsOf.get(unit.at) ?? []), unit]);
+  for (const unit of units) {
+    const turn = turnsOf.get(unit.at);
+    if (turn) turn.push(unit);
+    else turnsOf.set(unit.at, [unit]);
+  }
   return {
     line,
     units: keepBest(units, DIGEST_UNITS * 2),

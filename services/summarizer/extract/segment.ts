@@ -127,7 +127,8 @@ export function lineIdeas(
   let turn = firstTurn;
   for (const part of line.split(TURN_SPLIT)) {
     let body = part.trim();
-    const also = ALSO.exec(body);
+    // ALSO needs its opening literally: most turns have none, and the RegExp tries every space.
+    const also = body.includes("(also: ") ? ALSO.exec(body) : null;
     if (also) {
       for (const item of (also[1] ?? "").split(", ")) if (item.trim()) carried.push(item.trim());
       body = body.slice(0, also.index).trim();

@@ -153,19 +153,25 @@ function internedWords(text: string, seen: Set<string>, terms: string[], weights
       continue;
     }
     const start = i++;
+    // The word's hash as it grows, and as it stood one and two characters back (for a `'s`).
+    let hash = c;
+    let back1 = 0;
+    let back2 = 0;
     for (; i < n; i++) {
       const d = lower.charCodeAt(i);
       // [a-z0-9'-] (upper case is lower-cased already)
       if (!((d >= 97 && d <= 122) || (d >= 48 && d <= 57) || d === 39 || d === 45)) break;
+      back2 = back1;
+      back1 = hash;
+      hash = (Math.imul(hash, 31) + d) | 0;
     }
-    const end =
-      i - start >= 2 && lower.charCodeAt(i - 1) === 115 && lower.charCodeAt(i - 2) === 39
-        ? i - 2
-        : i;
+    let end = i;
+    if (i - start >= 2 && lower.charCodeAt(i - 1) === 115 && lower.charCodeAt(i - 2) === 39) {
+      end = i - 2;
+      hash = back2;
+    }
     const length = end - start;
     if (length < 3) continue;
-    let hash = length;
-    for (let k = start; k < end; k++) hash = (Math.imul(hash, 31) + lower.charCodeAt(k)) | 0;
     let slot = (hash ^ (hash >>> 15)) & (SLOTS - 1);
     let word: string | undefined;
     for (;;) {
@@ -177,7 +183,7 @@ function internedWords(text: string, seen: Set<string>, terms: string[], weights
         used++;
         break;
       }
-      if (word.length === length && sameAt(word, lower, start)) break;
+      if (word.length === length && lower.startsWith(word, start)) break;
       slot = (slot + 1) & (SLOTS - 1);
     }
     if (common[slot] === 1 || taken[slot] === stamp) continue;
@@ -186,12 +192,6 @@ function internedWords(text: string, seen: Set<string>, terms: string[], weights
     terms.push(word);
     weights.push(length >= 8 ? 1.25 : 1);
   }
-}
-
-function sameAt(word: string, text: string, at: number): boolean {
-  for (let k = 0; k < word.length; k++)
-    if (word.charCodeAt(k) !== text.charCodeAt(at + k)) return false;
-  return true;
 }
 
 /**
