@@ -31,7 +31,8 @@ interface Piece {
 /** A sentence cut to `room` bytes at a word when one is near, marked with an ellipsis. */
 export function shorten(sentence: string, room: number): string {
   if (utf8Bytes(sentence) <= room) return sentence;
-  const bare = sentence.replace(/\s*\([^()]*\)/g, "");
+  // (Only a sentence with a parenthesis has one to drop: no scan of one without.)
+  const bare = sentence.includes("(") ? sentence.replace(/\s*\([^()]*\)/g, "") : sentence;
   if (bare && utf8Bytes(bare) <= room) return bare;
   if (room <= utf8Bytes(ELLIPSIS)) return "";
   let cut = cutToBytes(bare, room - utf8Bytes(ELLIPSIS));
@@ -52,17 +53,36 @@ function fitHead(head: string, limit: number): string {
 /** Pieces in order; a speaker's head opens each turn, ` / ` separates turns. */
 function render(pieces: readonly Piece[]): string {
   let out = "";
+  // out's last code unit: what `/[.!?。！？…:]$/u` asks, without a RegExp on a growing string.
+  let last = -1;
   let turn = -1;
   for (const piece of pieces) {
     const showHead = piece.turn !== turn && piece.head !== "";
     const text = piece.sentences.join(" ");
     if (!text && !showHead) continue;
-    if (out) out += piece.turn !== turn ? " / " : /[.!?。！？…:]$/u.test(out) ? " " : "; ";
-    out += (showHead ? piece.head : "") + text;
+    if (out) out += piece.turn !== turn ? " / " : endsSentence(last) ? " " : "; ";
+    const added = (showHead ? piece.head : "") + text; // never empty: a text or a head
+    out += added;
+    last = added.charCodeAt(added.length - 1);
     turn = piece.turn;
   }
   return out.trim();
 }
+
+function endsSentence(c: number): boolean {
+  return (
+    c === 46 || // .
+    c === 33 || // !
+    c === 63 || // ?
+    c === 0x3002 || // 。
+    c === 0xff01 || // ！
+    c === 0xff1f || // ？
+    c === 0x2026 || // …
+    c === 58 // :
+  );
+}
+
+const ALSO_OPENING = utf8Bytes(" (also: )");
 
 function alsoBytes(items: readonly { text: string }[]): number {
   if (items.length === 0) return 0;
@@ -209,7 +229,9 @@ export function compose(input: ComposeInput): string {
   let left = budget - utf8Bytes(body);
   for (const candidate of candidates) {
     if (also.some((a) => a.text.includes(candidate.text))) continue;
-    const extra = alsoBytes([...also, candidate]) - alsoBytes(also);
+    // alsoBytes([...also, candidate]) - alsoBytes(also): the opening with the first item, else
+    // the item and its ", ".
+    const extra = utf8Bytes(candidate.text) + (also.length === 0 ? ALSO_OPENING : 2);
     if (extra <= left) {
       also.push(candidate);
       left -= extra;

@@ -45,10 +45,12 @@ const MARKER = /^\s*(?:#{1,6}\s+|[-*+•]\s+(?:\[[ xX]\]\s+)?|\d{1,3}[.)]\s+|>\s
 // replacing each of its spaces with a space made a new string (bench e2e heavy).
 const UNFOLDED = /\s\s|[^\S ]/;
 function plain(line: string): string {
-  const bare = line
-    .replace(/\*\*|__|~~/g, "")
-    .replace(/`([^`]*)`/g, "$1")
-    .replace(/\[([^\]]+)\]\((\S+?)\)/g, "$1 ($2)");
+  // Each RegExp only on a line holding what it needs literally: prose has none of them.
+  let bare = line;
+  if (bare.includes("**") || bare.includes("__") || bare.includes("~~"))
+    bare = bare.replace(/\*\*|__|~~/g, "");
+  if (bare.includes("`")) bare = bare.replace(/`([^`]*)`/g, "$1");
+  if (bare.includes("](")) bare = bare.replace(/\[([^\]]+)\]\((\S+?)\)/g, "$1 ($2)");
   return (UNFOLDED.test(bare) ? bare.replace(/\s+/g, " ") : bare).trim();
 }
 
@@ -70,7 +72,7 @@ export function textIdeas(text: string): Idea[] {
     paragraph = [];
   };
   let code: { lang: string; first: string } | undefined;
-  for (const raw of text.replace(/\r\n?/g, "\n").split("\n")) {
+  for (const raw of (text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text).split("\n")) {
     const fence = /^\s*(```|~~~)\s*([\w+-]*)/.exec(raw);
     if (code) {
       if (fence) {
