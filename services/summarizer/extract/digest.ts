@@ -214,7 +214,7 @@ export function messageDigest(
     const bytes = utf8Bytes(sentence);
     if (bytes <= UNIT_BYTES) {
       // Fits whole (tighten would give it back as it is).
-      if (sentence) units.push(makeUnit(who, at, nth, sentence, found));
+      if (sentence) units.push(makeUnit(who, at, nth, sentence, found, bytes));
       continue;
     }
     // Cut, and so never the sentence itself: its terms are all tighten weighs it by.
@@ -269,7 +269,14 @@ export function lineDigest(line: string, id: number, n: number): Digest {
     const text = idea.sentences.join(" ").trim();
     if (!text) continue;
     const at = id + Math.floor((idea.turn * n) / Math.max(1, turns));
-    units.push(makeUnit(speakerOf(idea.head), at, nth, cutToBytes(text, UNIT_BYTES * 2), found));
+    // Counted once: a text that fits is what cutToBytes gives back, and makeUnit needs its bytes.
+    const bytes = utf8Bytes(text);
+    const who = speakerOf(idea.head);
+    units.push(
+      bytes <= UNIT_BYTES * 2
+        ? makeUnit(who, at, nth, text, found, bytes)
+        : makeUnit(who, at, nth, cutToBytes(text, UNIT_BYTES * 2), found),
+    );
   }
   // Each turn of a line stands for a message it covers.
   const turnsOf = new Map<number, Unit[]>();

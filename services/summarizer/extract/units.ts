@@ -252,8 +252,9 @@ export function makeUnit(
   nth: number,
   text: string,
   found?: readonly Entity[],
+  /** UTF-8 bytes of `text`, when the caller counted them already. */
+  bytes = utf8Bytes(text),
 ): Unit {
-  const bytes = utf8Bytes(text);
   const { terms, weights } = countedTerms(text, bytes, found);
   const cue = cueOf(text);
   let sum = 0;
