@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { entityMatches, PATTERN } from "../services/summarizer/extract/entities.ts";
-import { eachWord } from "../services/summarizer/extract/units.ts";
+import { COMMON_WORDS } from "../services/summarizer/extract/lexicon.ts";
+import { CLAUSE, clausesOf, eachWord, termsOf } from "../services/summarizer/extract/units.ts";
 
 // Pieces that start, continue or end entities (and the surrogate pairs a `u` search steps over),
 // so arbitrary strings of them reach every alternative of PATTERN.
@@ -70,5 +71,57 @@ describe("words of a text", () => {
 
   it("are read by WORD when a letter outside ASCII is there", () => {
     expect(wordsOf("Zoë’s café opened")).toEqual(["zoë", "café", "opened"]);
+  });
+});
+
+describe("terms of a plain text", () => {
+  it("are its words met once each, in order, none of them common", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom(...WORDISH, "the", "deploy", "Deploy's"), { maxLength: 40 }),
+        (parts) => {
+          const text = parts.join("");
+          const expected: string[] = [];
+          eachWord(
+            text,
+            (w) => {
+              if (w.length >= 3 && !COMMON_WORDS.has(w) && !expected.includes(w)) expected.push(w);
+            },
+            false,
+          );
+          const { terms, weights } = termsOf(text, []);
+          expect(terms).toEqual(expected);
+          expect(weights).toEqual(expected.map((w) => (w.length >= 8 ? 1.25 : 1)));
+        },
+      ),
+      { numRuns: 3_000 },
+    );
+  });
+});
+
+// Spaces \s holds (and trim takes off), a long s (`ſo` is `so` to /iu), dashes, conjunctions.
+const CLAUSISH = [
+  ..." \t\n\u00a0\u2003\u3000\ufeff,;:—–-aAsSſ.x🎉",
+  "and",
+  "AND",
+  "ſo",
+  "Since",
+  "although",
+  "then",
+];
+
+describe("clauses of a sentence", () => {
+  it("are the pieces CLAUSE splits it into, trimmed, none empty", () => {
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...CLAUSISH), { maxLength: 40 }), (parts) => {
+        const text = parts.join("");
+        const split = text
+          .split(CLAUSE)
+          .map((c) => c.trim())
+          .filter((c) => c.length > 0);
+        expect(clausesOf(text)).toEqual(split);
+      }),
+      { numRuns: 3_000 },
+    );
   });
 });

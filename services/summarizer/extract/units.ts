@@ -276,7 +276,7 @@ export function countedTerms(
 
 // Where a long sentence may be cut into clauses that still read: after a comma, semicolon,
 // colon or dash, or before a conjunction that opens a new clause.
-const CLAUSE =
+export const CLAUSE =
   /(?<=[,;:])\s+|\s+(?=[—–]\s)|\s+(?=(?:and|but|so|because|which|while|although|though|after|before|since|unless|until|then)\s)/giu;
 
 /** A sentence's clauses, in order; joined with single spaces they give the sentence back. */
