@@ -6,14 +6,33 @@ const decoder = new TextDecoder("utf-8", { fatal: false });
 // eslint-disable-next-line no-control-regex -- the range is every ASCII character, \x00 included
 export const NON_ASCII = /[^\x00-\x7f]/;
 
+const ASCII_STRETCH = 64;
+// eslint-disable-next-line no-control-regex -- the range is every ASCII character, \x00 included
+const NEXT_NON_ASCII = /[^\x00-\x7f]/g;
+
 /** UTF-8 byte length of a string, without allocating for ASCII-only text. */
 export function utf8Bytes(text: string): number {
   if (!NON_ASCII.test(text)) return text.length;
   let bytes = 0;
+  let plain = 0; // ASCII characters in a row
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (c < 0x80) bytes += 1;
-    else if (c < 0x800) bytes += 2;
+    if (c < 0x80) {
+      bytes += 1;
+      // A long ASCII stretch (a line with one `→` or `…`): a search skips to the next other
+      // character, a byte per character skipped, faster than this loop steps.
+      if (++plain === ASCII_STRETCH) {
+        NEXT_NON_ASCII.lastIndex = i + 1;
+        const next = NEXT_NON_ASCII.exec(text);
+        const to = next ? next.index : text.length;
+        bytes += to - (i + 1);
+        i = to - 1;
+        plain = 0;
+      }
+      continue;
+    }
+    plain = 0;
+    if (c < 0x800) bytes += 2;
     else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
       const next = text.charCodeAt(i + 1);
       if (next >= 0xdc00 && next <= 0xdfff) {
@@ -41,8 +60,10 @@ export function cutToBytes(text: string, limit: number): string {
 }
 
 function asciiUpTo(text: string, end: number): boolean {
-  for (let i = 0; i < end; i++) if (text.charCodeAt(i) >= 0x80) return false;
-  return true;
+  // A search for the first other character: native, where a loop here steps a character a time.
+  NEXT_NON_ASCII.lastIndex = 0;
+  const next = NEXT_NON_ASCII.exec(text);
+  return next === null || next.index >= end;
 }
 
 /** Newlines and runs of whitespace around them fold to one space: a line is one line. */

@@ -30,10 +30,11 @@ interface Piece {
 
 /** A sentence cut to `room` bytes at a word when one is near, marked with an ellipsis. */
 export function shorten(sentence: string, room: number): string {
-  if (utf8Bytes(sentence) <= room) return sentence;
+  const whole = utf8Bytes(sentence);
+  if (whole <= room) return sentence;
   // (Only a sentence with a parenthesis has one to drop: no scan of one without.)
   const bare = sentence.includes("(") ? sentence.replace(/\s*\([^()]*\)/g, "") : sentence;
-  if (bare && utf8Bytes(bare) <= room) return bare;
+  if (bare && (bare === sentence ? whole : utf8Bytes(bare)) <= room) return bare;
   if (room <= utf8Bytes(ELLIPSIS)) return "";
   let cut = cutToBytes(bare, room - utf8Bytes(ELLIPSIS));
   const space = cut.lastIndexOf(" ");
