@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { entityMatches, PATTERN } from "../services/summarizer/extract/entities.ts";
 import { COMMON_WORDS } from "../services/summarizer/extract/lexicon.ts";
-import { CLAUSE, clausesOf, eachWord, termsOf } from "../services/summarizer/extract/units.ts";
+import { clausesOf, eachWord, termsOf } from "../services/summarizer/extract/units.ts";
 
 // Pieces that start, continue or end entities (and the surrogate pairs a `u` search steps over),
 // so arbitrary strings of them reach every alternative of PATTERN.
@@ -110,8 +110,12 @@ const CLAUSISH = [
   "then",
 ];
 
+// Where a sentence was cut into clauses before clausesOf searched with a faster RegExp.
+const CLAUSE =
+  /(?<=[,;:])\s+|\s+(?=[—–]\s)|\s+(?=(?:and|but|so|because|which|while|although|though|after|before|since|unless|until|then)\s)/giu;
+
 describe("clauses of a sentence", () => {
-  it("are the pieces CLAUSE splits it into, trimmed, none empty", () => {
+  it("are the pieces the first CLAUSE split it into, trimmed, none empty", () => {
     fc.assert(
       fc.property(fc.array(fc.constantFrom(...CLAUSISH), { maxLength: 40 }), (parts) => {
         const text = parts.join("");
