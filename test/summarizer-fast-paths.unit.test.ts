@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { entityMatches, PATTERN } from "../services/summarizer/extract/entities.ts";
+import { trimEndMarks } from "../services/summarizer/extract/compose.ts";
 import { COMMON_WORDS } from "../services/summarizer/extract/lexicon.ts";
 import { clausesOf, eachWord, termsOf } from "../services/summarizer/extract/units.ts";
 
@@ -124,6 +125,19 @@ describe("clauses of a sentence", () => {
           .map((c) => c.trim())
           .filter((c) => c.length > 0);
         expect(clausesOf(text)).toEqual(split);
+      }),
+      { numRuns: 3_000 },
+    );
+  });
+});
+
+describe("marks off a cut's end", () => {
+  it("are those the RegExp took off", () => {
+    const chars = [..." \t\n\u00a0\u2003\u3000\ufeff\u200b,;:—–-−.a…", "\ud83d", "\ude00"];
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...chars), { maxLength: 20 }), (parts) => {
+        const text = parts.join("");
+        expect(trimEndMarks(text)).toBe(text.replace(/[\s,;:–—-]+$/u, ""));
       }),
       { numRuns: 3_000 },
     );

@@ -39,8 +39,36 @@ export function shorten(sentence: string, room: number): string {
   let cut = cutToBytes(bare, room - utf8Bytes(ELLIPSIS));
   const space = cut.lastIndexOf(" ");
   if (space > cut.length * 0.6) cut = cut.slice(0, space);
-  cut = cut.replace(/[\s,;:–—-]+$/u, "");
+  cut = trimEndMarks(cut);
   return cut ? cut + ELLIPSIS : "";
+}
+
+/**
+ * `text.replace(/[\s,;:–—-]+$/u, "")`: spaces and marks off the end, looked for from the end
+ * (the RegExp tries every space of the text on its way there).
+ */
+export function trimEndMarks(text: string): string {
+  let end = text.length;
+  while (end > 0 && isEndMark(text.charCodeAt(end - 1))) end--;
+  return end === text.length ? text : text.slice(0, end);
+}
+
+function isEndMark(c: number): boolean {
+  if (c < 0x80)
+    return c === 32 || (c >= 9 && c <= 13) || c === 44 || c === 59 || c === 58 || c === 45;
+  return (
+    c === 0x2013 || // –
+    c === 0x2014 || // —
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000 ||
+    c === 0xfeff
+  );
 }
 
 /** A speaker's head takes at most a third of the line, so two of them leave room to speak. */

@@ -3,7 +3,7 @@
 // children's digests and hands the best of both on to its parent, so a level-7 line chooses
 // among the best sentences of its 128 messages at the cost of choosing among 32.
 import { cutToBytes, utf8Bytes } from "../../../shared/bytes.ts";
-import { shorten } from "./compose.ts";
+import { shorten, trimEndMarks } from "./compose.ts";
 import { findEntities, type Entity } from "./entities.ts";
 import { lineIdeas } from "./segment.ts";
 import { clauseSpans, countedTerms, makeUnit, type Unit } from "./units.ts";
@@ -96,7 +96,7 @@ function tightenTo(unit: Unit, text: string, room: number, keep: boolean): strin
     const [i, j] = best;
     let run = text.slice(spans[2 * i], spans[2 * i + 1]);
     for (let k = i + 1; k <= j; k++) run += ` ${text.slice(spans[2 * k], spans[2 * k + 1])}`;
-    run = run.replace(/[\s,;:—–-]+$/u, "");
+    run = trimEndMarks(run);
     return `${i > 0 ? "…" : ""}${run}${j < count - 1 ? "…" : ""}`;
   }
   return room > mark ? shorten(text, room) : "";
