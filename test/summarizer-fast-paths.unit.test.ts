@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { entityMatches, PATTERN } from "../services/summarizer/extract/entities.ts";
 import { trimEndMarks } from "../services/summarizer/extract/compose.ts";
 import { COMMON_WORDS } from "../services/summarizer/extract/lexicon.ts";
+import { abbreviated } from "../services/summarizer/extract/segment.ts";
 import { clausesOf, eachWord, termsOf } from "../services/summarizer/extract/units.ts";
 
 // Pieces that start, continue or end entities (and the surrogate pairs a `u` search steps over),
@@ -140,6 +141,32 @@ describe("marks off a cut's end", () => {
         expect(trimEndMarks(text)).toBe(text.replace(/[\s,;:–—-]+$/u, ""));
       }),
       { numRuns: 3_000 },
+    );
+  });
+});
+
+describe("a sentence's abbreviated end", () => {
+  it("is what the RegExp tested on the whole sentence finds", () => {
+    const ABBREVIATION =
+      /(?:^|[\s(])(?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Mrs|Ms|Dr|Prof|St|No|Fig|Inc|Ltd|Jr|Sr|\p{Lu})\.$/u;
+    const parts = [
+      ..." (.aZé",
+      "approx",
+      "e.g",
+      "Dr",
+      "Mrs",
+      "Ω",
+      "𝐀",
+      "\ud835",
+      "\udc00",
+      "xxxxxx",
+    ];
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...parts), { maxLength: 12 }), (pieces) => {
+        const sentence = pieces.join("");
+        expect(abbreviated(sentence)).toBe(ABBREVIATION.test(sentence));
+      }),
+      { numRuns: 5_000 },
     );
   });
 });

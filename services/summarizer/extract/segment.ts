@@ -13,6 +13,18 @@ export interface Idea {
 const ABBREVIATION =
   /(?:^|[\s(])(?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Mrs|Ms|Dr|Prof|St|No|Fig|Inc|Ltd|Jr|Sr|\p{Lu})\.$/u;
 const BOUNDARY = /[.!?…]+["'”’)\]]*\s+|[。！？]+\s*/gu;
+// ABBREVIATION past its `^`, for a sentence's last ABBREVIATION_TAIL code units: a match is at
+// most 8 long (a space, "approx", the period), so a longer sentence is tested by its end alone
+// instead of at every position.
+const ABBREVIATED_END =
+  /[\s(](?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Mrs|Ms|Dr|Prof|St|No|Fig|Inc|Ltd|Jr|Sr|\p{Lu})\.$/u;
+const ABBREVIATION_TAIL = 16;
+
+export function abbreviated(sentence: string): boolean {
+  return sentence.length <= ABBREVIATION_TAIL
+    ? ABBREVIATION.test(sentence)
+    : ABBREVIATED_END.test(sentence.slice(-ABBREVIATION_TAIL));
+}
 
 /** Sentences of a paragraph, punctuation kept; "; " also ends one when `semicolons` is set. */
 export function splitSentences(text: string, semicolons = false): string[] {
@@ -24,7 +36,7 @@ export function splitSentences(text: string, semicolons = false): string[] {
     if (next === undefined) break;
     if (/\p{Ll}/u.test(next)) continue;
     const sentence = text.slice(start, end);
-    if (ABBREVIATION.test(sentence)) continue;
+    if (abbreviated(sentence)) continue;
     out.push(sentence);
     start = match.index + match[0].length;
   }
