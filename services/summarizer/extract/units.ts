@@ -205,7 +205,15 @@ export function eachWord(
 ): void {
   if (plain) return asciiWords(text, add);
   for (const match of text.matchAll(WORD)) {
-    const word = match[0].toLowerCase().replace(/['’]s$/u, "");
+    const lower = match[0].toLowerCase();
+    // `/['’]s$/u` off, by its last two characters (no RegExp per word).
+    const n = lower.length;
+    const word =
+      n >= 2 &&
+      lower.charCodeAt(n - 1) === 115 &&
+      (lower.charCodeAt(n - 2) === 39 || lower.charCodeAt(n - 2) === 0x2019)
+        ? lower.slice(0, n - 2)
+        : lower;
     if (word.length >= 3) add(word);
   }
 }
@@ -241,7 +249,10 @@ function asciiWords(text: string, add: (word: string) => void): void {
 
 export function cueOf(text: string): number {
   let cue = 0;
-  for (const [pattern, weight] of CUES) if (pattern.test(text)) cue += weight;
+  for (const [pattern, weight] of CUES) {
+    if (pattern.test(text)) cue += weight;
+    if (cue >= 4) return 4; // the most a cue counts: the rest cannot change it
+  }
   return Math.min(cue, 4);
 }
 
