@@ -1,6 +1,7 @@
 import { cutToBytes, utf8Bytes } from "../../../shared/bytes.ts";
 import type { Entity } from "./entities.ts";
 import type { Idea } from "./segment.ts";
+import { isSpace } from "./units.ts";
 
 /** Share of the line the `(also: …)` list may claim before sentences that carry entities. */
 const RESERVE = 0.3;
@@ -54,21 +55,7 @@ export function trimEndMarks(text: string): string {
 }
 
 function isEndMark(c: number): boolean {
-  if (c < 0x80)
-    return c === 32 || (c >= 9 && c <= 13) || c === 44 || c === 59 || c === 58 || c === 45;
-  return (
-    c === 0x2013 || // –
-    c === 0x2014 || // —
-    c === 0xa0 ||
-    c === 0x1680 ||
-    (c >= 0x2000 && c <= 0x200a) ||
-    c === 0x2028 ||
-    c === 0x2029 ||
-    c === 0x202f ||
-    c === 0x205f ||
-    c === 0x3000 ||
-    c === 0xfeff
-  );
+  return isSpace(c) || c === 44 || c === 59 || c === 58 || c === 45 || c === 0x2013 || c === 0x2014;
 }
 
 /** A speaker's head takes at most a third of the line, so two of them leave room to speak. */

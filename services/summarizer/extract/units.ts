@@ -144,32 +144,8 @@ function internedWords(text: string, seen: Set<string>, terms: string[], weights
   const stamp = ++call;
   const checkSeen = seen.size > 0;
   const lower = text.toLowerCase();
-  const n = lower.length;
-  let i = 0;
-  while (i < n) {
-    const c = lower.charCodeAt(i);
-    if (c < 97 || c > 122) {
-      i++;
-      continue;
-    }
-    const start = i++;
-    // The word's hash as it grows, and as it stood one and two characters back (for a `'s`).
-    let hash = c;
-    let back1 = 0;
-    let back2 = 0;
-    for (; i < n; i++) {
-      const d = lower.charCodeAt(i);
-      // [a-z0-9'-] (upper case is lower-cased already)
-      if (!((d >= 97 && d <= 122) || (d >= 48 && d <= 57) || d === 39 || d === 45)) break;
-      back2 = back1;
-      back1 = hash;
-      hash = (Math.imul(hash, 31) + d) | 0;
-    }
-    let end = i;
-    if (i - start >= 2 && lower.charCodeAt(i - 1) === 115 && lower.charCodeAt(i - 2) === 39) {
-      end = i - 2;
-      hash = back2;
-    }
+  for (let i = scanWord(lower, 0); i >= 0; i = scanWord(lower, i)) {
+    const { start, end, hash } = found;
     const length = end - start;
     if (length < 3) continue;
     let slot = (hash ^ (hash >>> 15)) & (SLOTS - 1);
@@ -225,8 +201,20 @@ export function eachWord(
  */
 function asciiWords(text: string, add: (word: string) => void): void {
   const lower = text.toLowerCase();
+  for (let i = scanWord(lower, 0); i >= 0; i = scanWord(lower, i)) {
+    if (found.end - found.start >= 3) add(lower.slice(found.start, found.end));
+  }
+}
+
+/** The word scanWord found last: where it is in the text, and its hash (for internedWords). */
+const found = { start: 0, end: 0, hash: 0 };
+
+/**
+ * The next word of a plain, lower-cased text at or after `i`: `[a-z][a-z0-9'-]*` without a
+ * final `'s`, into `found`; returns where the scan goes on, or -1 when there is none.
+ */
+function scanWord(lower: string, i: number): number {
   const n = lower.length;
-  let i = 0;
   while (i < n) {
     const c = lower.charCodeAt(i);
     if (c < 97 || c > 122) {
@@ -234,17 +222,28 @@ function asciiWords(text: string, add: (word: string) => void): void {
       continue;
     }
     const start = i++;
+    // The word's hash as it grows, and as it stood one and two characters back (for a `'s`).
+    let hash = c;
+    let back1 = 0;
+    let back2 = 0;
     for (; i < n; i++) {
       const d = lower.charCodeAt(i);
       // [a-z0-9'-] (upper case is lower-cased already)
       if (!((d >= 97 && d <= 122) || (d >= 48 && d <= 57) || d === 39 || d === 45)) break;
+      back2 = back1;
+      back1 = hash;
+      hash = (Math.imul(hash, 31) + d) | 0;
     }
-    const end =
-      i - start >= 2 && lower.charCodeAt(i - 1) === 115 && lower.charCodeAt(i - 2) === 39
-        ? i - 2
-        : i;
-    if (end - start >= 3) add(lower.slice(start, end));
+    found.start = start;
+    found.end = i;
+    found.hash = hash;
+    if (i - start >= 2 && lower.charCodeAt(i - 1) === 115 && lower.charCodeAt(i - 2) === 39) {
+      found.end = i - 2;
+      found.hash = back2;
+    }
+    return i;
   }
+  return -1;
 }
 
 export function cueOf(text: string): number {
@@ -325,7 +324,7 @@ function pushTrimmed(spans: number[], text: string, start: number, end: number):
 }
 
 /** `\s`, and what trim() takes off: the same set. */
-function isSpace(c: number): boolean {
+export function isSpace(c: number): boolean {
   if (c < 0x80) return c === 32 || (c >= 9 && c <= 13);
   return (
     c === 0xa0 ||
