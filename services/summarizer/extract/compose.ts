@@ -6,6 +6,8 @@ import { isSpace } from "./units.ts";
 /** Share of the line the `(also: …)` list may claim before sentences that carry entities. */
 const RESERVE = 0.3;
 const ELLIPSIS = "…";
+/** Its UTF-8 bytes, counted once. */
+export const ELLIPSIS_BYTES = utf8Bytes(ELLIPSIS);
 const MAX_ENTITIES = 96;
 const SEP_BYTES = 3; // " / ", the widest separator
 
@@ -36,8 +38,8 @@ export function shorten(sentence: string, room: number): string {
   // (Only a sentence with a parenthesis has one to drop: no scan of one without.)
   const bare = sentence.includes("(") ? sentence.replace(/\s*\([^()]*\)/g, "") : sentence;
   if (bare && (bare === sentence ? whole : utf8Bytes(bare)) <= room) return bare;
-  if (room <= utf8Bytes(ELLIPSIS)) return "";
-  let cut = cutToBytes(bare, room - utf8Bytes(ELLIPSIS));
+  if (room <= ELLIPSIS_BYTES) return "";
+  let cut = cutToBytes(bare, room - ELLIPSIS_BYTES);
   const space = cut.lastIndexOf(" ");
   if (space > cut.length * 0.6) cut = cut.slice(0, space);
   cut = trimEndMarks(cut);
@@ -102,7 +104,7 @@ const ALSO_OPENING = utf8Bytes(" (also: )");
 
 function alsoBytes(items: readonly { text: string }[]): number {
   if (items.length === 0) return 0;
-  let bytes = utf8Bytes(" (also: )");
+  let bytes = ALSO_OPENING;
   for (const item of items) bytes += utf8Bytes(item.text) + 2;
   return bytes - 2;
 }

@@ -3,7 +3,7 @@
 // children's digests and hands the best of both on to its parent, so a level-7 line chooses
 // among the best sentences of its 128 messages at the cost of choosing among 32.
 import { cutToBytes, utf8Bytes } from "../../../shared/bytes.ts";
-import { shorten, trimEndMarks } from "./compose.ts";
+import { ELLIPSIS_BYTES, shorten, trimEndMarks } from "./compose.ts";
 import { findEntities, type Entity } from "./entities.ts";
 import { lineIdeas } from "./segment.ts";
 import { clauseSpans, countedTerms, makeUnit, type Unit } from "./units.ts";
@@ -67,7 +67,7 @@ function tightenTo(unit: Unit, text: string, room: number, keep: boolean): strin
   }
   const { spans, bytes, held } = clauses;
   const count = bytes.length;
-  const mark = MARK_BYTES;
+  const mark = ELLIPSIS_BYTES;
   let best: [number, number] | undefined;
   let bestWeight = -1;
   const seen = new Uint32Array(unit.terms.length);
@@ -143,8 +143,6 @@ function readClauses(unit: Unit, text: string, ascii: boolean): Clauses {
   }
   return { spans, bytes, held };
 }
-
-const MARK_BYTES = utf8Bytes("…");
 
 /** The most frequent `max` of `counts` (ties by term, so the result does not depend on order). */
 function topCounts(counts: Map<string, number>, max: number): TermCounts {
