@@ -45,8 +45,11 @@ function headIn(heads: Heads, who: string, limit: number): { head: string; bytes
   return entry;
 }
 
-/** What `/[.!?…:]$/u` asks of a text's last character. */
-function endsSentence(c: number): boolean {
+/**
+ * What `/[.!?…:]$/u` asks of a text's last character. Not compose.ts's `endsSentence`, which also
+ * knows `。！？`: each keeps the joints its lines were always made with.
+ */
+function endsLatinSentence(c: number): boolean {
   return c === 46 || c === 33 || c === 63 || c === 0x2026 || c === 58;
 }
 
@@ -75,7 +78,7 @@ function render(
       else if (head || sep) last = 32; // both end in a space
       who = pick.unit.who;
     } else {
-      const sep = endsSentence(last) ? " " : "; ";
+      const sep = endsLatinSentence(last) ? " " : "; ";
       out += `${sep}${pick.text}`;
       bytes += sep.length + pick.bytes;
       last = pick.text ? pick.text.charCodeAt(pick.text.length - 1) : 32;
