@@ -9,15 +9,15 @@ export interface Idea {
   sentences: string[];
 }
 
-// Periods that end an abbreviation or an initial, not a sentence.
-const ABBREVIATION =
-  /(?:^|[\s(])(?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Mrs|Ms|Dr|Prof|St|No|Fig|Inc|Ltd|Jr|Sr|\p{Lu})\.$/u;
 const BOUNDARY = /[.!?…]+["'”’)\]]*\s+|[。！？]+\s*/gu;
-// ABBREVIATION past its `^`, for a sentence's last ABBREVIATION_TAIL code units: a match is at
+// Periods that end an abbreviation or an initial, not a sentence: the words, and the period.
+const ABBREVIATED = String.raw`(?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Mrs|Ms|Dr|Prof|St|No|Fig|Inc|Ltd|Jr|Sr|\p{Lu})\.$`;
+/** A sentence that ends in one, at its start or after a space or `(`. */
+const ABBREVIATION = new RegExp(String.raw`(?:^|[\s(])` + ABBREVIATED, "u");
+// ABBREVIATION without its `^`, for a sentence's last ABBREVIATION_TAIL code units: a match is at
 // most 8 long (a space, "approx", the period), so a longer sentence is tested by its end alone
 // instead of at every position.
-const ABBREVIATED_END =
-  /[\s(](?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Mrs|Ms|Dr|Prof|St|No|Fig|Inc|Ltd|Jr|Sr|\p{Lu})\.$/u;
+const ABBREVIATED_END = new RegExp(String.raw`[\s(]` + ABBREVIATED, "u");
 const ABBREVIATION_TAIL = 16;
 
 export function abbreviated(sentence: string): boolean {
