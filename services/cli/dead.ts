@@ -133,13 +133,16 @@ export const dead: Command = {
               ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: startSeq }
               : {},
         );
-        // Pulled in pages until none is left: an ordered consumer would otherwise wait for more.
-        for (let done = false; !done;) {
-          const page = await consumer.fetch({ max_messages: 256, expires: 2_000 });
+        // What is there when the read starts, in pages each asking for no more than is left: a
+        // page short of its count would wait out its expiry (2 s a command) for letters to come.
+        let left = (await consumer.info(true)).num_pending;
+        while (left > 0) {
+          const page = await consumer.fetch({ max_messages: Math.min(256, left), expires: 2_000 });
           let count = 0;
           for await (const m of page) {
             count += 1;
-            if (m.info.pending === 0) done = true;
+            // Fewer once some expired or were purged meanwhile.
+            left = Math.min(left - 1, m.info.pending);
             const entry = deadEntry(m, config.names.chatPrefix, keep);
             if (thread !== undefined && entry.thread !== thread) continue;
             matched += 1;
@@ -147,7 +150,7 @@ export const dead: Command = {
             // Trimmed in halves, not shifted one by one: linear however many stream past.
             else if (kept.push(entry) >= 2 * limit) kept.splice(0, kept.length - limit);
           }
-          if (count === 0) done = true;
+          if (count === 0) break;
         }
       }
       const newest = limit === undefined ? [] : kept.slice(-limit);
