@@ -11,8 +11,6 @@ export default defineConfig({
     // CI asks for a JSON report too, to print a plain "N passed, N failed" line.
     reporters: process.env.VITEST_JSON ? ["default", "json"] : ["default"],
     outputFile: process.env.VITEST_JSON ? { json: process.env.VITEST_JSON } : {},
-    // Tests run the TypeScript sources, `npx outline` included (not the compiled dist/).
-    env: { OUTLINE_FROM_SOURCES: "1" },
     pool: "forks",
     maxWorkers: 2,
     projects: [

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { build, ENTRIES, isFresh, ROOT } from "../services/build/build.js";
@@ -8,7 +8,8 @@ import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology } from "../services/nats/topology.ts";
 import { uniqueNames } from "./support/thread-worker.ts";
 
-// The compiled build (what `npm start` and `npx outline` run; the other tests run the sources).
+// The compiled build (what `npm start` and `npx outline` run, and the e2e tier with them: the
+// global setup builds dist/), here into a folder of its own; and the sources run without it.
 let outdir: string;
 beforeAll(async () => {
   // Inside the repository, so the build's imports of dependencies find node_modules.
@@ -64,5 +65,22 @@ describe("the compiled build", () => {
     expect(sent.code).toBe(0);
     expect((await jsm.streams.info(names.chatStream)).state.messages).toBe(1);
     await nc.close();
+  });
+
+  it("runs the CLI's TypeScript through tsx with OUTLINE_FROM_SOURCES=1, compiling nothing", async () => {
+    // A copy of the sources with no dist/ beside them (dependencies resolve up to the repo's).
+    const copy = mkdtempSync(join(ROOT, "dist", ".test-sources-"));
+    try {
+      for (const folder of ["services", "shared", "machines", "package.json"])
+        cpSync(join(ROOT, folder), join(copy, folder), { recursive: true });
+      const env = { ...process.env, OUTLINE_FROM_SOURCES: "1" };
+      const help = await run(join(copy, "services/cli/bin.js"), ["--help"], env);
+      expect(help.stderr).toBe("");
+      expect(help.code).toBe(0);
+      expect(help.stdout).toContain("commands:");
+      expect(existsSync(join(copy, "dist"))).toBe(false);
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
   });
 });

@@ -2,7 +2,8 @@
 // Compiles the services and the CLI to JavaScript in dist/ with esbuild, so they start without
 // a TypeScript loader (`outline --help` in a fraction of the time tsx takes). `npm ci` builds
 // through `prepare`; `npm start` and `npx outline` rebuild first when a source changed since.
-// Tests run the TypeScript sources. Plain JavaScript: it runs before anything is compiled.
+// The tests' e2e tier runs dist/ too (their global setup builds it). Plain JavaScript: it runs
+// before anything is compiled.
 import {
   mkdirSync,
   readFileSync,
@@ -152,7 +153,7 @@ export async function compiled(name, root = ROOT) {
 
 /**
  * Runs an entry compiled (see `compiled`), or its TypeScript source through tsx when
- * OUTLINE_FROM_SOURCES=1 (the tests) or when it cannot be compiled.
+ * OUTLINE_FROM_SOURCES=1 or when it cannot be compiled.
  * @param {keyof typeof ENTRIES} name
  */
 export async function launch(name) {

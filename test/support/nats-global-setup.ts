@@ -4,6 +4,7 @@ import { createServer, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
+import { build, isFresh } from "../../services/build/build.js";
 import "vitest";
 
 declare module "vitest" {
@@ -48,6 +49,9 @@ let storeDir: string | undefined;
 
 /** Starts one nats-server with JetStream for the whole run, on a free port, in a temporary store. */
 export async function setup(project: TestProject): Promise<void> {
+  // The e2e tier runs the services and the CLI compiled, as deployed: built once here, before
+  // any test starts one (a build per process would race).
+  if (process.env.OUTLINE_FROM_SOURCES !== "1" && !isFresh()) await build();
   const port = await freePort();
   storeDir = mkdtempSync(join(tmpdir(), "outline-test-nats-"));
   server = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], {

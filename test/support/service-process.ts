@@ -2,7 +2,9 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { loadavg } from "node:os";
+import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { ENTRIES, ROOT } from "../../services/build/build.js";
 
 /**
  * How long a service gets to say it started. It only bounds a hang: on a 2-core machine at a
@@ -21,6 +23,20 @@ function cpuUsed(pid: number | undefined): string {
   }
 }
 
+/**
+ * How a service's main file runs: compiled, as deployed (dist/, built by the global setup), or
+ * with OUTLINE_FROM_SOURCES=1 its TypeScript through tsx. A tsx start cost 2-4 s of CPU under the
+ * suite's load, paid by every process the e2e tier starts.
+ */
+function runnable(entry: string): string[] {
+  const name = Object.entries(ENTRIES).find(([, source]) => source === entry)?.[0];
+  if (name === undefined || process.env.OUTLINE_FROM_SOURCES === "1") {
+    const loader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+    return ["--import", loader, entry];
+  }
+  return ["--enable-source-maps", join(ROOT, "dist", `${name}.js`)];
+}
+
 /** A service as `npm start` runs it: node with the tsx loader on its main file, output kept. */
 export class ServiceProcess {
   readonly child: ChildProcess;
@@ -30,8 +46,7 @@ export class ServiceProcess {
 
   /** `detached`: in a process group of its own (an instance killed with its whole tree). */
   constructor(entry: string, env: NodeJS.ProcessEnv, options: { detached?: boolean } = {}) {
-    const loader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-    this.child = spawn(process.execPath, ["--import", loader, entry], {
+    this.child = spawn(process.execPath, runnable(entry), {
       env,
       stdio: ["ignore", "pipe", "pipe"],
       detached: options.detached ?? false,
