@@ -156,6 +156,7 @@ describe("outline search", () => {
       // A replay of everything has the running search services rebuild their indexes too.
       const replayed = await outline("replay", "--all", "--search");
       expect(replayed.code, replayed.stderr).toBe(0);
+      expect(replayed.stdout).toMatch(/search index of \S+: rebuilding from CHAT…\n/);
       expect(replayed.stdout).toMatch(/search index of \S+: rebuilt from CHAT, \d+ messages/);
       expect((await outline("search", thread, "MESSAGE 7:")).stdout).toContain("«message 7:»");
       const one = await outline("replay", "--thread", thread, "--search");

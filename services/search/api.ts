@@ -12,6 +12,12 @@ export const SEARCH_QUEUE = "outline-search";
 export const searchSubject = (apiPrefix: string): string => `${apiPrefix}.search`;
 /** `<apiPrefix>.search.rebuild`: every instance (no queue group) rebuilds its index from CHAT. */
 export const rebuildSubject = (apiPrefix: string): string => `${apiPrefix}.search.rebuild`;
+/**
+ * A rebuild request with this header set to "1" is first answered at once, status 202 and
+ * `{ instance }`, then with the report when done: the asker learns whom to wait for. Without
+ * it (`nats req`), the report is the only answer.
+ */
+export const REBUILD_ACK_HEADER = "Outline-Ack";
 
 export interface SearchApi {
   drain(): Promise<void>;
@@ -69,6 +75,7 @@ export function serveSearchApi(
 
   async function rebuild(msg: Msg): Promise<void> {
     log("search: rebuilding the index from CHAT (asked over NATS)");
+    if (msg.headers?.get(REBUILD_ACK_HEADER) === "1") reply(msg, 202, { instance });
     try {
       const report = await indexer.rebuild();
       log(

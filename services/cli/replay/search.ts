@@ -1,10 +1,13 @@
-import type { NatsConnection } from "@nats-io/transport-node";
-import { rebuildSubject } from "../../search/api.ts";
+import { createInbox, headers, type NatsConnection } from "@nats-io/transport-node";
+import { REBUILD_ACK_HEADER, rebuildSubject } from "../../search/api.ts";
 
-/** How long the first search service may take to rebuild (it reads all of CHAT). */
-const FIRST_ANSWER_MS = 30 * 60_000;
-/** After an answer, how long to wait for the others (they read the same stream). */
-const OTHERS_MS = 5_000;
+/** How long a rebuild may take (it reads all of CHAT). */
+const REBUILD_MS = 30 * 60_000;
+/**
+ * How long the search services have to say they rebuild (they answer at once): past it, the
+ * replay waits for the report of each that said so, and for no one else.
+ */
+const ACK_WINDOW_MS = 2_000;
 
 interface RebuildAnswer {
   instance?: string;
@@ -16,7 +19,9 @@ interface RebuildAnswer {
 
 /**
  * `outline replay --all --search`: asks every running search service (no queue group) to rebuild
- * its index from CHAT and prints what each answers. Returns how many failed.
+ * its index from CHAT and prints what each answers. Each says at once that it rebuilds, so every
+ * one of them is waited for however long its rebuild takes, and the wait ends with the last
+ * report. Returns how many failed.
  */
 export async function rebuildSearchIndexes(
   nc: NatsConnection,
@@ -25,28 +30,55 @@ export async function rebuildSearchIndexes(
 ): Promise<number> {
   let answered = 0;
   let failed = 0;
+  /** Said they rebuild, and have not reported yet. */
+  const rebuilding = new Set<string>();
+  let windowOver = false;
+  // An inbox of our own, not requestMany: the wait ends when the window is over and every
+  // service that said it rebuilds has reported, which no requestMany strategy expresses.
+  const inbox = createInbox();
+  const replies = nc.subscribe(inbox);
+  const window = setTimeout(() => {
+    windowOver = true;
+    if (rebuilding.size === 0) replies.unsubscribe();
+  }, ACK_WINDOW_MS);
+  const limit = setTimeout(() => replies.unsubscribe(), REBUILD_MS);
   try {
-    const replies = await nc.requestMany(rebuildSubject(apiPrefix), "", {
-      strategy: "stall",
-      stall: OTHERS_MS,
-      maxWait: FIRST_ANSWER_MS,
-    });
+    const asked = headers();
+    asked.set(REBUILD_ACK_HEADER, "1");
+    nc.publish(rebuildSubject(apiPrefix), "", { reply: inbox, headers: asked });
     for await (const reply of replies) {
-      answered += 1;
+      // The server's "no responders": nothing listens on the subject, so no one will answer.
+      if (reply.headers?.hasError && reply.headers.code === 503) break;
       const body = reply.json<RebuildAnswer>();
-      if (reply.headers?.get("Outline-Status") !== "200") {
+      const instance = body.instance ?? "(unnamed)";
+      const status = reply.headers?.get("Outline-Status");
+      if (status === "202") {
+        rebuilding.add(instance);
+        out(`search index of ${instance}: rebuilding from CHAT…`);
+        continue;
+      }
+      rebuilding.delete(instance);
+      answered += 1;
+      if (status !== "200") {
         failed += 1;
-        out(`search index of ${body.instance}: rebuild failed: ${body.error?.message}`);
+        out(`search index of ${instance}: rebuild failed: ${body.error?.message}`);
       } else {
         out(
-          `search index of ${body.instance}: rebuilt from CHAT, ${body.messages} messages of ${body.threads} threads in ${body.seconds} s`,
+          `search index of ${instance}: rebuilt from CHAT, ${body.messages} messages of ${body.threads} threads in ${body.seconds} s`,
         );
       }
+      if (windowOver && rebuilding.size === 0) break;
     }
-  } catch (err) {
-    if (!/no responders/i.test((err as Error).message)) throw err;
+  } finally {
+    clearTimeout(window);
+    clearTimeout(limit);
+    replies.unsubscribe();
   }
-  if (answered === 0) {
+  for (const instance of rebuilding) {
+    failed += 1;
+    out(`search index of ${instance}: no report within ${REBUILD_MS / 60_000} minutes`);
+  }
+  if (answered === 0 && rebuilding.size === 0) {
     out("no search service answered: none runs (npm start runs one when HISTORY_SEARCH=on)");
   }
   return failed;
