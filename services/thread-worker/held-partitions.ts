@@ -112,7 +112,7 @@ export async function holdPartitions(parts: {
     },
   });
   // The heartbeat reports the lag: refreshed on a timer, since a heartbeat does not wait. A held
-  // partition whose consumer stopped delivering is re-created (after an ack wait with events
+  // partition whose consumer stopped delivering is re-created (after STALL_MS with events
   // pending and none delivered).
   const lagTimer = setInterval(() => {
     consumers
