@@ -5,7 +5,7 @@ import { namesToEnv } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology } from "../services/nats/topology.ts";
 import { publishMessages, publishState, replayWithNodes } from "./support/outline-fixture.ts";
-import { quietLogger } from "../services/thread-worker/log.ts";
+import { quietLogger, type Logger } from "../services/thread-worker/log.ts";
 import { startThreadWorker } from "../services/thread-worker/worker.ts";
 import type { CoreSettings } from "../shared/settings.ts";
 import {
@@ -16,6 +16,7 @@ import {
   publishMessage,
   readSnapshot,
   uniqueNames,
+  waitFor,
   waitSettled,
   type Harness,
 } from "./support/thread-worker.ts";
@@ -143,5 +144,43 @@ describe("settings that follow threads", () => {
     expect(
       await run(["--thread", "sf-legacy", "--verify"], { env: own, stdout: sink, stderr: sink }),
     ).toBe(0);
+  });
+
+  it("are recorded through a HISTORY outage: retried in place, the thread never stops", async () => {
+    const names = uniqueNames();
+    const { jsm } = await ensureTopology(nc, names);
+    const own = await harness(nc, names);
+    const lines: string[] = [];
+    const log: Logger = {
+      info: () => {},
+      warn: (m) => lines.push(`warn: ${m}`),
+      error: (m) => lines.push(`error: ${m}`),
+    };
+    const worker = await startThreadWorker({
+      nc,
+      names,
+      settings: FIRST,
+      summarizer: new FakeSummarizer(),
+      log,
+      snapshotDelayMs: 20,
+    });
+    try {
+      // No HISTORY: the settings of a new thread's first message cannot be recorded.
+      await jsm.streams.delete(names.historyStream);
+      await publishMessage(own, chatMessage("sf-outage", 0));
+      await waitFor("the settings record to fail", () => lines.some((l) => l.includes("settings")));
+      expect(lines[0]).toMatch(/^warn: record the thread's settings on HISTORY .* failed/);
+      await ensureTopology(nc, names);
+      await publishMessage(own, chatMessage("sf-outage", 1));
+      await waitSettled(own, ["sf-outage"]);
+      expect((await readSnapshot(own, "sf-outage"))?.count).toBe(2);
+      expect(lines.filter((l) => l.startsWith("error:"))).toEqual([]);
+      // Recorded once, at the first message (the retry's Msg-Id de-duplicates a lost answer).
+      expect(
+        await countOn(own, names.historyStream, `${names.historyPrefix}.sf-outage.settings.*`),
+      ).toBe(1);
+    } finally {
+      await worker.stop();
+    }
   });
 });

@@ -182,7 +182,9 @@ export class BurstApplier {
       return this.#applyMessage(entry, event.message, firstSeq);
     }
     const settings = threadSettingsOf(ctx.settings);
-    return ctx.history.recordSettings({ thread, from: entry.seq, ...settings }).then(() => {
+    // In place, as every durable write: a stopped thread would wait an ack wait to be reloaded.
+    const record = () => ctx.history.recordSettings({ thread, from: entry.seq, ...settings });
+    return tools.retry("record the thread's settings on HISTORY", record).then(() => {
       if (!sameThreadSettings(hosted.state().settings, settings)) {
         hosted.send({ type: "settings.changed", settings });
       }
