@@ -1,10 +1,10 @@
 // `outline replay --all --search` (services/cli/replay/search.ts) against search services played
 // here on the run's nats-server: each answers the rebuild request as services/search/api.ts does.
-import { headers, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { rebuildSearchIndexes } from "../services/cli/replay/search.ts";
 import { connectNats } from "../services/nats/connect.ts";
-import { REBUILD_ACK_HEADER, rebuildSubject } from "../services/search/api.ts";
+import { REBUILD_ACK_HEADER, rebuildSubject, reply } from "../services/search/api.ts";
 import { uniqueNames } from "./support/thread-worker.ts";
 
 let nc: NatsConnection;
@@ -14,12 +14,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await nc?.close();
 });
-
-function respond(msg: Msg, status: number, body: unknown): void {
-  const h = headers();
-  h.set("Outline-Status", String(status));
-  msg.respond(JSON.stringify(body), { headers: h });
-}
 
 interface Played {
   instance: string;
@@ -36,11 +30,11 @@ function play(prefix: string, services: Played[]): () => void {
     nc.subscribe(rebuildSubject(prefix), {
       callback: (_err, msg) => {
         if (!s.noAck && msg.headers?.get(REBUILD_ACK_HEADER) === "1")
-          respond(msg, 202, { instance: s.instance });
+          reply(msg, 202, { instance: s.instance });
         setTimeout(() => {
           if (s.status !== undefined && s.status !== 200)
-            respond(msg, s.status, { instance: s.instance, error: { message: "disk full" } });
-          else respond(msg, 200, { instance: s.instance, messages: 3, threads: 1, seconds: 0.1 });
+            reply(msg, s.status, { instance: s.instance, error: { message: "disk full" } });
+          else reply(msg, 200, { instance: s.instance, messages: 3, threads: 1, seconds: 0.1 });
         }, s.ms);
       },
     }),

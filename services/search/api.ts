@@ -23,7 +23,8 @@ export interface SearchApi {
   drain(): Promise<void>;
 }
 
-function reply(msg: Msg, status: number, body: unknown): void {
+/** Answers with `body` as JSON and its HTTP status in the `Outline-Status` header. */
+export function reply(msg: Msg, status: number, body: unknown): void {
   if (!msg.reply) return;
   const h = headers();
   h.set("Outline-Status", String(status));
