@@ -14,6 +14,7 @@ import {
   type Subscription,
 } from "@nats-io/transport-node";
 import { deliveryOf } from "./ack-reply.ts";
+import { waitForCurrentReplicas } from "./replicas.ts";
 
 /** A message as stored in its stream. */
 export interface RawMessage {
@@ -40,6 +41,11 @@ export interface OrderedReadOptions {
    * consumer: the old may have expired meanwhile (its inactivity limit is twice this).
    */
   freshAfterPauseMs?: number;
+  /**
+   * How long a consumer waits for the stream's replicas to catch up with its leader before the
+   * read fails (a consumer reads one replica's copy: see replicas.ts).
+   */
+  currentWithinMs?: number;
 }
 
 /** The read could not go on (its consumer could not be made, the connection closed). */
@@ -56,6 +62,8 @@ const DEFAULT_MAX_BYTES = 16 * 2 ** 20;
 const ONE_WHATEVER_ITS_SIZE = JSON.stringify({ batch: 1 });
 /** The header of a pull's end saying how many of its messages it did not bring. */
 const PENDING_MESSAGES = "Nats-Pending-Messages";
+/** A replica a restarted server catches up takes seconds; one still behind after this fails the read. */
+const REPLICAS_CURRENT_WITHIN_MS = 30_000;
 /** A read that keeps losing its consumer (the stream deleted under it) gives up after this many. */
 const MAX_RESTARTS = 10;
 
@@ -166,6 +174,17 @@ class OrderedRead {
       return;
     }
     if (old !== undefined) void this.jsm.consumers.delete(this.stream, old).catch(() => false);
+    try {
+      await waitForCurrentReplicas(
+        this.jsm,
+        this.stream,
+        this.options.currentWithinMs ?? REPLICAS_CURRENT_WITHIN_MS,
+      );
+    } catch (err) {
+      this.#fail(err);
+      return;
+    }
+    if (this.#finished) return;
     try {
       const info = await this.jsm.consumers.add(this.stream, {
         ack_policy: AckPolicy.None,
