@@ -1,5 +1,6 @@
 import { DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from "@nats-io/jetstream";
 import { DEAD_LETTER_HEADERS } from "../nats/dead-letter.ts";
+import { waitForCurrentReplicas } from "../nats/replicas.ts";
 import { subjects } from "../nats/subjects.ts";
 import { parse, str, UsageError } from "./args.ts";
 import type { Command } from "./command.ts";
@@ -120,6 +121,8 @@ export const dead: Command = {
         else for (const line of formatDead(entry)) out.line(line);
       };
       if (info.state.messages > 0) {
+        // Its consumer reads one replica's copy: not one a restarted server is catching up.
+        await waitForCurrentReplicas(jsm, stream);
         // Unfiltered, the newest `limit` are the stream's last sequences: read only those.
         const startSeq =
           limit !== undefined && thread === undefined && since === undefined

@@ -43,7 +43,7 @@ export interface OrderedReadOptions {
   freshAfterPauseMs?: number;
   /**
    * How long a consumer waits for the stream's replicas to catch up with its leader before the
-   * read fails (a consumer reads one replica's copy: see replicas.ts).
+   * read fails (a consumer reads one replica's copy: see replicas.ts); 30 s by default.
    */
   currentWithinMs?: number;
 }
@@ -62,8 +62,6 @@ const DEFAULT_MAX_BYTES = 16 * 2 ** 20;
 const ONE_WHATEVER_ITS_SIZE = JSON.stringify({ batch: 1 });
 /** The header of a pull's end saying how many of its messages it did not bring. */
 const PENDING_MESSAGES = "Nats-Pending-Messages";
-/** A replica a restarted server catches up takes seconds; one still behind after this fails the read. */
-const REPLICAS_CURRENT_WITHIN_MS = 30_000;
 /** A read that keeps losing its consumer (the stream deleted under it) gives up after this many. */
 const MAX_RESTARTS = 10;
 
@@ -175,11 +173,7 @@ class OrderedRead {
     }
     if (old !== undefined) void this.jsm.consumers.delete(this.stream, old).catch(() => false);
     try {
-      await waitForCurrentReplicas(
-        this.jsm,
-        this.stream,
-        this.options.currentWithinMs ?? REPLICAS_CURRENT_WITHIN_MS,
-      );
+      await waitForCurrentReplicas(this.jsm, this.stream, this.options.currentWithinMs);
     } catch (err) {
       this.#fail(err);
       return;

@@ -11,6 +11,9 @@ export function laggingReplicas(info: StreamInfo): string[] {
     .map((r) => `${r.name} (${r.lag} behind)`);
 }
 
+/** A restarted server catches its replica up in seconds; one still behind after this fails. */
+const REPLICAS_CURRENT_WITHIN_MS = 30_000;
+
 /** The replicas of a stream did not catch up in time; a read through a consumer could miss messages. */
 export class ReplicasBehindError extends Error {
   override readonly name = "ReplicasBehindError";
@@ -26,7 +29,7 @@ export class ReplicasBehindError extends Error {
 export async function waitForCurrentReplicas(
   jsm: JetStreamManager,
   stream: string,
-  withinMs: number,
+  withinMs = REPLICAS_CURRENT_WITHIN_MS,
   pollMs = 100,
 ): Promise<void> {
   const until = Date.now() + withinMs;
