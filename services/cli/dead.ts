@@ -1,6 +1,13 @@
-import { DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from "@nats-io/jetstream";
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  type JsMsg,
+} from "@nats-io/jetstream";
+import { nanos } from "@nats-io/transport-node";
 import { DEAD_LETTER_HEADERS } from "../nats/dead-letter.ts";
-import { waitForCurrentReplicas } from "../nats/replicas.ts";
+import { addConsumerOnLeader } from "../nats/leader-consumer.ts";
 import { subjects } from "../nats/subjects.ts";
 import { parse, str, UsageError } from "./args.ts";
 import type { Command } from "./command.ts";
@@ -121,39 +128,49 @@ export const dead: Command = {
         else for (const line of formatDead(entry)) out.line(line);
       };
       if (info.state.messages > 0) {
-        // Its consumer reads one replica's copy: not one a restarted server is catching up.
-        await waitForCurrentReplicas(jsm, stream);
         // Unfiltered, the newest `limit` are the stream's last sequences: read only those.
         const startSeq =
           limit !== undefined && thread === undefined && since === undefined
             ? Math.max(info.state.first_seq, info.state.last_seq - limit + 1)
             : undefined;
-        const consumer = await jetstream(nc).consumers.get(
-          stream,
-          since
+        // On the stream's leader: a replica a restarted server is catching up lacks letters.
+        const placed = await addConsumerOnLeader(jsm, stream, {
+          ack_policy: AckPolicy.None,
+          ...(since
             ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: since.toISOString() }
             : startSeq !== undefined
               ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: startSeq }
-              : {},
-        );
-        // What is there when the read starts, in pages each asking for no more than is left: a
-        // page short of its count would wait out its expiry (2 s a command) for letters to come.
-        let left = (await consumer.info(true)).num_pending;
-        while (left > 0) {
-          const page = await consumer.fetch({ max_messages: Math.min(256, left), expires: 2_000 });
-          let count = 0;
-          for await (const m of page) {
-            count += 1;
-            // Fewer once some expired or were purged meanwhile.
-            left = Math.min(left - 1, m.info.pending);
-            const entry = deadEntry(m, config.names.chatPrefix, keep);
-            if (thread !== undefined && entry.thread !== thread) continue;
-            matched += 1;
-            if (limit === undefined) show(entry);
-            // Trimmed in halves, not shifted one by one: linear however many stream past.
-            else if (kept.push(entry) >= 2 * limit) kept.splice(0, kept.length - limit);
+              : { deliver_policy: DeliverPolicy.All }),
+          mem_storage: true,
+          num_replicas: 1,
+          inactive_threshold: nanos(60_000),
+        });
+        const consumer = jetstream(nc).consumers.getConsumerFromInfo(placed);
+        try {
+          // What is there when the read starts, in pages each asking for no more than is left: a
+          // page short of its count would wait out its expiry (2 s a command) for letters to come.
+          let left = placed.num_pending;
+          while (left > 0) {
+            const page = await consumer.fetch({
+              max_messages: Math.min(256, left),
+              expires: 2_000,
+            });
+            let count = 0;
+            for await (const m of page) {
+              count += 1;
+              // Fewer once some expired or were purged meanwhile.
+              left = Math.min(left - 1, m.info.pending);
+              const entry = deadEntry(m, config.names.chatPrefix, keep);
+              if (thread !== undefined && entry.thread !== thread) continue;
+              matched += 1;
+              if (limit === undefined) show(entry);
+              // Trimmed in halves, not shifted one by one: linear however many stream past.
+              else if (kept.push(entry) >= 2 * limit) kept.splice(0, kept.length - limit);
+            }
+            if (count === 0) break;
           }
-          if (count === 0) break;
+        } finally {
+          await consumer.delete().catch(() => false);
         }
       }
       const newest = limit === undefined ? [] : kept.slice(-limit);

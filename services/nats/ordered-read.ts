@@ -14,7 +14,7 @@ import {
   type Subscription,
 } from "@nats-io/transport-node";
 import { deliveryOf } from "./ack-reply.ts";
-import { waitForCurrentReplicas } from "./replicas.ts";
+import { addConsumerOnLeader } from "./leader-consumer.ts";
 
 /** A message as stored in its stream. */
 export interface RawMessage {
@@ -41,11 +41,6 @@ export interface OrderedReadOptions {
    * consumer: the old may have expired meanwhile (its inactivity limit is twice this).
    */
   freshAfterPauseMs?: number;
-  /**
-   * How long a consumer waits for the stream's replicas to catch up with its leader before the
-   * read fails (a consumer reads one replica's copy: see replicas.ts); 30 s by default.
-   */
-  currentWithinMs?: number;
 }
 
 /** The read could not go on (its consumer could not be made, the connection closed). */
@@ -82,7 +77,8 @@ interface Queued {
  * Here a pull consumer with no acks feeds one callback on an inbox of ours; the reply subject is
  * read from its end (stream sequence, delivery sequence, pending). A gap in the delivery
  * sequence, or a pause long enough for the consumer to expire, starts a fresh consumer after the
- * last stream sequence delivered, as the ordered consumer does.
+ * last stream sequence delivered, as the ordered consumer does. On a cluster each consumer is
+ * kept only on the stream's leader (leader-consumer.ts).
  */
 export function readInOrder(
   nc: NatsConnection,
@@ -173,14 +169,7 @@ class OrderedRead {
     }
     if (old !== undefined) void this.jsm.consumers.delete(this.stream, old).catch(() => false);
     try {
-      await waitForCurrentReplicas(this.jsm, this.stream, this.options.currentWithinMs);
-    } catch (err) {
-      this.#fail(err);
-      return;
-    }
-    if (this.#finished) return;
-    try {
-      const info = await this.jsm.consumers.add(this.stream, {
+      const info = await addConsumerOnLeader(this.jsm, this.stream, {
         ack_policy: AckPolicy.None,
         ...(fromSeq > 0
           ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: fromSeq }

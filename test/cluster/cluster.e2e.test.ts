@@ -286,17 +286,6 @@ async function expectClean(
     0,
   );
   clock.note(`threads given up at the fence ${lost}`);
-  // The clean run reads HISTORY through a consumer, served from one replica's copy: a server
-  // restarted moments ago may still be catching up (its consumer then misses nodes).
-  await waitFor(
-    "HISTORY's replicas to be current",
-    async () => {
-      const info = await hh.jsm.streams.info(hh.names.historyStream).catch(() => undefined);
-      const replicas = info?.cluster?.replicas ?? [];
-      return info !== undefined && replicas.every((r) => r.current && !r.offline && !r.lag);
-    },
-    HANG_MS,
-  );
   await expectMatchesCleanRun(hh, threads, SMALL);
   clock.lap("compare with clean runs");
   if (!writes) return;

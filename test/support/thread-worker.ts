@@ -1,12 +1,14 @@
 import { randomBytes } from "node:crypto";
 import {
+  AckPolicy,
+  DeliverPolicy,
   jetstream,
   jetstreamManager,
   type JetStreamClient,
   type JetStreamManager,
 } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import type { Message } from "../../shared/events.ts";
 import { summaryEventSchema } from "../../shared/history.ts";
 import type { GroupResult, GroupSummarizer, SummaryGroup, SummaryJob } from "../../shared/jobs.ts";
@@ -14,6 +16,7 @@ import type { CoreSettings } from "../../shared/settings.ts";
 import { toSnapshot, type OutlineSnapshot } from "../../shared/snapshot.ts";
 import { appendAll, initialThreadState } from "../../shared/thread.ts";
 import type { InfraNames } from "../../services/config/names.ts";
+import { addConsumerOnLeader } from "../../services/nats/leader-consumer.ts";
 import { subjects, type Subjects } from "../../services/nats/subjects.ts";
 import type { MeteredSummarizer } from "../../services/summarizer/index.ts";
 import { SummarizerError } from "../../services/summarizer/errors.ts";
@@ -188,12 +191,21 @@ export async function readSnapshot(h: Harness, thread: string): Promise<OutlineS
   return entry.json<OutlineSnapshot>();
 }
 
-/** Every summary node of a thread on HISTORY, `level:index` → text, read with an ordered consumer. */
+/** Every summary node of a thread on HISTORY, `level:index` → text, read with a pull consumer. */
 export async function readHistory(h: Harness, thread: string): Promise<Map<string, string>> {
   const nodes = new Map<string, string>();
   const filter = h.s.threadHistory(thread);
   if ((await countOn(h, h.names.historyStream, filter)) === 0) return nodes;
-  const consumer = await h.js.consumers.get(h.names.historyStream, { filter_subjects: filter });
+  // On the stream's leader: a replica a restarted server is still catching up lacks nodes.
+  const placed = await addConsumerOnLeader(h.jsm, h.names.historyStream, {
+    ack_policy: AckPolicy.None,
+    deliver_policy: DeliverPolicy.All,
+    filter_subject: filter,
+    mem_storage: true,
+    num_replicas: 1,
+    inactive_threshold: nanos(60_000),
+  });
+  const consumer = h.js.consumers.getConsumerFromInfo(placed);
   const messages = await consumer.consume({ max_messages: 1_000 });
   try {
     for await (const m of messages) {
@@ -210,6 +222,7 @@ export async function readHistory(h: Harness, thread: string): Promise<Map<strin
     }
   } finally {
     messages.stop();
+    await consumer.delete().catch(() => false);
   }
   return nodes;
 }

@@ -1,0 +1,65 @@
+import {
+  JetStreamApiError,
+  type ConsumerConfig,
+  type ConsumerInfo,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
+import { RequestError } from "@nats-io/transport-node";
+
+/** Consumers made and dropped before one lands on the leader (each does 1 in 3 on R3). */
+const MAX_PLACEMENTS = 20;
+/** How long a request that timed out or found no leader is asked again (a server rejoining). */
+const TRANSIENT_FOR_MS = 30_000;
+
+/** No consumer landed on the stream's leader; a read elsewhere could miss messages. */
+export class ConsumerPlacementError extends Error {
+  override readonly name = "ConsumerPlacementError";
+  readonly code = "CONSUMER_NOT_ON_LEADER";
+}
+
+/**
+ * Makes a consumer for a whole read and keeps it only once it is placed on the stream's leader.
+ * The server places an R1 consumer on any replica of a clustered stream, and it reads that
+ * replica's copy: one a restarted server is still catching up serves a read with messages
+ * missing, for a while after the stream already calls it current (docs/scale-out.md). The
+ * leader holds every message it acknowledged. On one server the first consumer is kept.
+ */
+export async function addConsumerOnLeader(
+  jsm: JetStreamManager,
+  stream: string,
+  config: Partial<ConsumerConfig>,
+): Promise<ConsumerInfo> {
+  const until = Date.now() + TRANSIENT_FOR_MS;
+  const elsewhere: string[] = [];
+  for (let placed = 0; placed < MAX_PLACEMENTS;) {
+    let info: ConsumerInfo;
+    let leader: string | undefined;
+    try {
+      // Read again each time: a consumer off the leader may mean the leader moved.
+      leader = (await jsm.streams.info(stream)).cluster?.leader;
+      info = await jsm.consumers.add(stream, config);
+    } catch (err) {
+      if (!isTransient(err) || Date.now() >= until) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      continue;
+    }
+    const host = info.cluster?.leader;
+    if (leader === undefined || host === undefined || host === leader) return info;
+    placed += 1;
+    elsewhere.push(host);
+    await jsm.consumers.delete(stream, info.name).catch(() => false);
+  }
+  throw new ConsumerPlacementError(
+    `stream ${stream}: ${MAX_PLACEMENTS} consumers in a row were placed off its leader (on ${[...new Set(elsewhere)].join(", ")}), whose copy may lack messages; rerun, and check \`nats stream info ${stream}\` for a leader`,
+  );
+}
+
+/**
+ * What a server rejoining its cluster answers for a while: a request timed out, no one answered
+ * (no leader yet), or JetStream said 503. A stream that is not there is not retried.
+ */
+function isTransient(err: unknown): boolean {
+  if (err instanceof JetStreamApiError) return err.status === 503;
+  if (err instanceof RequestError) return true;
+  return err instanceof Error && (err.name === "TimeoutError" || err.name === "NoRespondersError");
+}
