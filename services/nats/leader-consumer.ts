@@ -9,7 +9,7 @@ import { RequestError } from "@nats-io/transport-node";
 /** Consumers made and dropped before one lands on the leader (each does 1 in 3 on R3). */
 const MAX_PLACEMENTS = 20;
 /** How long a request that timed out or found no leader is asked again (a server rejoining). */
-const TRANSIENT_FOR_MS = 30_000;
+const RETRY_FOR_MS = 30_000;
 
 /** No consumer landed on the stream's leader; a read elsewhere could miss messages. */
 export class ConsumerPlacementError extends Error {
@@ -28,8 +28,9 @@ export async function addConsumerOnLeader(
   jsm: JetStreamManager,
   stream: string,
   config: Partial<ConsumerConfig>,
+  retryForMs = RETRY_FOR_MS,
 ): Promise<ConsumerInfo> {
-  const until = Date.now() + TRANSIENT_FOR_MS;
+  const until = Date.now() + retryForMs;
   const elsewhere: string[] = [];
   for (let placed = 0; placed < MAX_PLACEMENTS;) {
     let info: ConsumerInfo;

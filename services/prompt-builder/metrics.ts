@@ -49,7 +49,7 @@ export function createMetrics(nc: NatsConnection, options: MetricsOptions): ApiM
   });
   const newerReads = new Counter({
     name: "outline_prompt_newer_reads_total",
-    help: "Reads of a thread's messages newer than its snapshot, by path: direct gets alone, or an ordered consumer past the bound",
+    help: "Reads of a thread's messages newer than its snapshot, by path: direct gets alone, or a consumer past the bound",
     labelNames: ["path"] as const,
     registers: [registry],
   });

@@ -1,11 +1,19 @@
-import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  type ConsumerInfo,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
+import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import { messageCreatedSchema, type Message } from "../../shared/events.ts";
 import { summaryEventSchema, type SummaryEvent } from "../../shared/history.ts";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import type { InfraNames } from "../config/names.ts";
 import { DirectReader, type DirectMessage, type DirectQuery } from "../nats/direct-reader.ts";
 import { InboxRequests } from "../nats/inbox-requests.ts";
+import { addConsumerOnLeader } from "../nats/leader-consumer.ts";
 import { KV_OPERATION } from "../nats/kv-leader-reader.ts";
 import { subjects, type Subjects } from "../nats/subjects.ts";
 import { ApiError } from "./api-error.ts";
@@ -58,7 +66,7 @@ export interface ThreadReader {
   /**
    * The thread's valid messages stored after `afterSeq` up to `untilSeq`, oldest first: one
    * direct get each (next by the thread's subject) for the first `directReads`, the rest through
-   * an ordered consumer filtered on that subject. More than `max` stored (valid or not) throws
+   * a consumer filtered on that subject. More than `max` stored (valid or not) throws
    * an ApiError (503): the caller would otherwise hold an unbounded list.
    */
   messagesAfter(
@@ -93,7 +101,7 @@ export interface ReadAhead {
   readonly got: Promise<DirectMessage | undefined>;
 }
 
-/** How `messagesAfter` read: direct gets alone, or an ordered consumer past the bound. */
+/** How `messagesAfter` read: direct gets alone, or a consumer past the bound. */
 export type NewerReadPath = "direct" | "consumer";
 
 export interface ReaderOptions {
@@ -103,7 +111,7 @@ export interface ReaderOptions {
   cacheBytes?: number;
   /**
    * Newer messages `messagesAfter` reads by direct get, one request each, before it reads the
-   * rest through an ordered consumer (default 32; 0 always uses the consumer).
+   * rest through a consumer (default 32; 0 always uses the consumer).
    */
   directReads?: number;
   /** Told of each `messagesAfter` that read: by which path, and how many stored messages. */
@@ -114,7 +122,7 @@ export const DEFAULT_CACHE_BYTES = 32 * 1024 * 1024;
 
 /**
  * The snapshot lags the newest message by a few (the worker coalesces its writes): that many
- * direct gets cost less than an ordered consumer's create, fetch and delete (bench prompt,
+ * direct gets cost less than a consumer's create, fetch and delete (bench prompt,
  * turns), and leave no consumer to create and clean up on the server per prompt request.
  */
 export const DEFAULT_DIRECT_READS = 32;
@@ -182,6 +190,13 @@ export function createReader(
   // Every direct get of a request on an inbox of the reader's own: nats.js's request path builds
   // an Error with a stack trace per completed request (two per prompt).
   const reads = new DirectReader(new InboxRequests(nc, READ_TIMEOUT_MS));
+  // Made when a read first needs a consumer (its creation asks the server for the account).
+  let jsm: Promise<JetStreamManager> | undefined;
+  const manager = () =>
+    (jsm ??= jetstreamManager(nc).catch((err: unknown) => {
+      jsm = undefined;
+      throw err;
+    }));
   const direct = async (stream: string, query: DirectQuery, what: string) => {
     try {
       return await reads.get(stream, query);
@@ -413,23 +428,35 @@ export function createReader(
         return out;
       }
 
-      // More than that: one ordered consumer per stored form for the rest, from where the
+      // More than that: one consumer per stored form for the rest, from where the
       // direct gets stopped (nats-server 2.9 takes one filter per consumer), merged by sequence.
       const rest: { subject: string; seq: number; size: number; json: () => unknown }[] = [];
       for (const subject of forms) {
-        let consumer: Awaited<ReturnType<ReturnType<typeof jetstream>["consumers"]["get"]>>;
+        let placed: ConsumerInfo;
         try {
-          consumer = await jetstream(nc).consumers.get(names.chatStream, {
-            filter_subjects: subject,
-            deliver_policy: DeliverPolicy.StartSequence,
-            opt_start_seq: next,
-          });
+          // On the stream's leader (a replica being caught up would lack the newest); a failure
+          // is not waited out: the request answers 503 at once, as before.
+          placed = await addConsumerOnLeader(
+            await manager(),
+            names.chatStream,
+            {
+              ack_policy: AckPolicy.None,
+              deliver_policy: DeliverPolicy.StartSequence,
+              opt_start_seq: next,
+              filter_subject: subject,
+              mem_storage: true,
+              num_replicas: 1,
+              inactive_threshold: nanos(60_000),
+            },
+            0,
+          );
         } catch (err) {
           throw storeError(what, err);
         }
+        const consumer = jetstream(nc).consumers.getConsumerFromInfo(placed);
         try {
-          // A form with nothing from here on answers no fetch: asked first, not waited for.
-          if (forms.length > 1 && (await consumer.info(true)).num_pending === 0) continue;
+          // A form with nothing from here on answers no fetch: not waited for.
+          if (forms.length > 1 && placed.num_pending === 0) continue;
           let from = next;
           let kept = 0;
           while (from <= untilSeq) {
@@ -464,7 +491,7 @@ export function createReader(
         } catch (err) {
           throw storeError(what, err);
         } finally {
-          // Ordered consumers are ephemeral and expire anyway; deleting now frees the server early.
+          // Ephemeral, it expires anyway; deleting now frees the server early.
           await consumer.delete().catch(() => undefined);
         }
       }
