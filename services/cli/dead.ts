@@ -1,11 +1,4 @@
-import {
-  AckPolicy,
-  DeliverPolicy,
-  jetstream,
-  jetstreamManager,
-  type JsMsg,
-} from "@nats-io/jetstream";
-import { nanos } from "@nats-io/transport-node";
+import { DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from "@nats-io/jetstream";
 import { DEAD_LETTER_HEADERS } from "../nats/dead-letter.ts";
 import { addConsumerOnLeader } from "../nats/leader-consumer.ts";
 import { subjects } from "../nats/subjects.ts";
@@ -135,15 +128,11 @@ export const dead: Command = {
             : undefined;
         // On the stream's leader: a replica a restarted server is catching up lacks letters.
         const placed = await addConsumerOnLeader(jsm, stream, {
-          ack_policy: AckPolicy.None,
           ...(since
             ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: since.toISOString() }
             : startSeq !== undefined
               ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: startSeq }
               : { deliver_policy: DeliverPolicy.All }),
-          mem_storage: true,
-          num_replicas: 1,
-          inactive_threshold: nanos(60_000),
         });
         const consumer = jetstream(nc).consumers.getConsumerFromInfo(placed);
         try {

@@ -1,15 +1,28 @@
 import {
+  AckPolicy,
   JetStreamApiError,
   type ConsumerConfig,
   type ConsumerInfo,
   type JetStreamManager,
 } from "@nats-io/jetstream";
-import { RequestError } from "@nats-io/transport-node";
+import { nanos, RequestError } from "@nats-io/transport-node";
 
 /** Consumers made and dropped before one lands on the leader (each does 1 in 3 on R3). */
 const MAX_PLACEMENTS = 20;
 /** How long a request that timed out or found no leader is asked again (a server rejoining). */
 const RETRY_FOR_MS = 30_000;
+
+/**
+ * A consumer one read uses and drops: no acks, in memory, on one server, gone a minute after its
+ * reader stops asking (a crashed reader leaves nothing). `config` adds where it starts and what
+ * it filters, and may override these.
+ */
+const READ_CONSUMER: Partial<ConsumerConfig> = {
+  ack_policy: AckPolicy.None,
+  mem_storage: true,
+  num_replicas: 1,
+  inactive_threshold: nanos(60_000),
+};
 
 /** No consumer landed on the stream's leader; a read elsewhere could miss messages. */
 export class ConsumerPlacementError extends Error {
@@ -18,7 +31,8 @@ export class ConsumerPlacementError extends Error {
 }
 
 /**
- * Makes a consumer for a whole read and keeps it only once it is placed on the stream's leader.
+ * Makes a consumer for a read (READ_CONSUMER with `config`) and keeps it only once it is placed
+ * on the stream's leader.
  * The server places an R1 consumer on any replica of a clustered stream, and it reads that
  * replica's copy: one a restarted server is still catching up serves a read with messages
  * missing, for a while after the stream already calls it current (docs/scale-out.md). The
@@ -38,7 +52,7 @@ export async function addConsumerOnLeader(
     try {
       // Read again each time: a consumer off the leader may mean the leader moved.
       leader = (await jsm.streams.info(stream)).cluster?.leader;
-      info = await jsm.consumers.add(stream, config);
+      info = await jsm.consumers.add(stream, { ...READ_CONSUMER, ...config });
     } catch (err) {
       if (!isTransient(err) || Date.now() >= until) throw err;
       await new Promise((resolve) => setTimeout(resolve, 250));

@@ -1,5 +1,4 @@
 import {
-  AckPolicy,
   DeliverPolicy,
   JetStreamApiCodes,
   JetStreamApiError,
@@ -170,13 +169,10 @@ class OrderedRead {
     if (old !== undefined) void this.jsm.consumers.delete(this.stream, old).catch(() => false);
     try {
       const info = await addConsumerOnLeader(this.jsm, this.stream, {
-        ack_policy: AckPolicy.None,
         ...(fromSeq > 0
           ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: fromSeq }
           : { deliver_policy: DeliverPolicy.All }),
         ...(this.options.filter === undefined ? {} : { filter_subject: this.options.filter }),
-        mem_storage: true,
-        num_replicas: 1,
         inactive_threshold: nanos(INACTIVE_MS),
       });
       if (this.#finished) {

@@ -1,12 +1,11 @@
 import {
-  AckPolicy,
   DeliverPolicy,
   jetstream,
   jetstreamManager,
   type ConsumerInfo,
   type JetStreamManager,
 } from "@nats-io/jetstream";
-import { nanos, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { messageCreatedSchema, type Message } from "../../shared/events.ts";
 import { summaryEventSchema, type SummaryEvent } from "../../shared/history.ts";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
@@ -440,13 +439,9 @@ export function createReader(
             await manager(),
             names.chatStream,
             {
-              ack_policy: AckPolicy.None,
               deliver_policy: DeliverPolicy.StartSequence,
               opt_start_seq: next,
               filter_subject: subject,
-              mem_storage: true,
-              num_replicas: 1,
-              inactive_threshold: nanos(60_000),
             },
             0,
           );

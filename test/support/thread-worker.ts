@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import {
-  AckPolicy,
   DeliverPolicy,
   jetstream,
   jetstreamManager,
@@ -8,7 +7,7 @@ import {
   type JetStreamManager,
 } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
-import { nanos, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { Message } from "../../shared/events.ts";
 import { summaryEventSchema } from "../../shared/history.ts";
 import type { GroupResult, GroupSummarizer, SummaryGroup, SummaryJob } from "../../shared/jobs.ts";
@@ -198,12 +197,8 @@ export async function readHistory(h: Harness, thread: string): Promise<Map<strin
   if ((await countOn(h, h.names.historyStream, filter)) === 0) return nodes;
   // On the stream's leader: a replica a restarted server is still catching up lacks nodes.
   const placed = await addConsumerOnLeader(h.jsm, h.names.historyStream, {
-    ack_policy: AckPolicy.None,
     deliver_policy: DeliverPolicy.All,
     filter_subject: filter,
-    mem_storage: true,
-    num_replicas: 1,
-    inactive_threshold: nanos(60_000),
   });
   const consumer = h.js.consumers.getConsumerFromInfo(placed);
   const messages = await consumer.consume({ max_messages: 1_000 });
