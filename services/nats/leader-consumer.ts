@@ -32,8 +32,7 @@ export class ConsumerPlacementError extends Error {
 
 /**
  * Makes a consumer for a read (READ_CONSUMER with `config`) and keeps it only once it is placed
- * on the stream's leader.
- * The server places an R1 consumer on any replica of a clustered stream, and it reads that
+ * on the stream's leader. The server places an R1 consumer on any replica of a clustered stream, and it reads that
  * replica's copy: one a restarted server is still catching up serves a read with messages
  * missing, for a while after the stream already calls it current (docs/scale-out.md). The
  * leader holds every message it acknowledged. On one server the first consumer is kept.
@@ -47,19 +46,22 @@ export async function addConsumerOnLeader(
   const until = Date.now() + retryForMs;
   const elsewhere: string[] = [];
   for (let placed = 0; placed < MAX_PLACEMENTS;) {
-    let info: ConsumerInfo;
+    let info: ConsumerInfo | undefined;
     let leader: string | undefined;
     try {
-      // Read again each time: a consumer off the leader may mean the leader moved.
-      leader = (await jsm.streams.info(stream)).cluster?.leader;
       info = await jsm.consumers.add(stream, { ...READ_CONSUMER, ...config });
+      // One server names no host: nothing to place, and no stream info to ask for.
+      if (info.cluster?.leader === undefined) return info;
+      // Asked each time: a consumer off the leader may mean the leader moved.
+      leader = (await jsm.streams.info(stream)).cluster?.leader;
     } catch (err) {
+      if (info) await jsm.consumers.delete(stream, info.name).catch(() => false);
       if (!isTransient(err) || Date.now() >= until) throw err;
       await new Promise((resolve) => setTimeout(resolve, 250));
       continue;
     }
-    const host = info.cluster?.leader;
-    if (leader === undefined || host === undefined || host === leader) return info;
+    const host = info.cluster.leader;
+    if (leader === undefined || host === leader) return info;
     placed += 1;
     elsewhere.push(host);
     await jsm.consumers.delete(stream, info.name).catch(() => false);
