@@ -411,8 +411,12 @@ describe("many instances on a 3-node cluster (SPEC §9)", () => {
       const node = cluster.nodes.find((n) => n.name === leader);
       expect(node, `leader ${leader}`).toBeDefined();
       await node?.kill();
-      await publishRange(hh, threads, 15, 30);
-      await node?.restart();
+      try {
+        await publishRange(hh, threads, 15, 30);
+      } finally {
+        // Back whatever happened: the next case needs all three servers.
+        await node?.restart();
+      }
       clock.lap("publish 1,800, kill and restart the leader");
       await expectClean(hh, threads, two, clock);
       const now = (await jsm.streams.info(names.c.chatStream)).cluster?.leader;
