@@ -8,6 +8,9 @@ import type { HistoryNodes } from "../services/thread-worker/history-nodes.ts";
 import { Limiter } from "../services/thread-worker/limiter.ts";
 import { METRIC, workerMetrics } from "../services/thread-worker/metrics.ts";
 import { Refusals } from "../services/thread-worker/refusals.ts";
+import { quietLogger } from "../services/thread-worker/log.ts";
+import { RetryLog } from "../services/thread-worker/retry-log.ts";
+import { SummarizerError } from "../services/summarizer/errors.ts";
 import { DEFAULT_JOB_TIMING, SummaryJobs } from "../services/thread-worker/summary-jobs.ts";
 
 /** HISTORY in memory, as history-nodes.ts answers: the first node published wins. */
@@ -51,15 +54,28 @@ const leaf = (index: number): LeafJob => ({
   },
 });
 
-function jobsWith(cheap: boolean) {
+function jobsWith(
+  cheap: boolean,
+  failing: { times: (job: LeafJob) => number; retries: RetryLog } | undefined = undefined,
+) {
   const { history, stored, reads } = fakeHistory();
   const metrics = workerMetrics();
   let calls = 0;
+  const triesOf = new Map<string, number>();
   const summarizer: MeteredSummarizer = {
     name: "fake",
     cheap,
     summarize: (job) => {
       calls += 1;
+      const tries = (triesOf.get(job.name) ?? 0) + 1;
+      triesOf.set(job.name, tries);
+      if (failing && tries <= failing.times(job as LeafJob))
+        return Promise.reject(
+          new SummarizerError("SERVER", "503 from the model", {
+            terminal: false,
+            status: 503,
+          }),
+        );
       return Promise.resolve({ text: `built ${job.name}` });
     },
     usage: noUsage,
@@ -70,14 +86,15 @@ function jobsWith(cheap: boolean) {
     limiter: new Limiter(1),
     history,
     metrics,
-    log: { info: () => {}, warn: () => {}, error: () => {} },
-    timing: DEFAULT_JOB_TIMING,
+    log: quietLogger,
+    retries: failing?.retries ?? new RetryLog(quietLogger),
+    timing: failing ? { ...DEFAULT_JOB_TIMING, retryBaseMs: 1, retryCapMs: 2 } : DEFAULT_JOB_TIMING,
     refusals: new Refusals(DEFAULT_JOB_TIMING),
     built: (ref: NodeRef, text: string) => built.set(`${ref.level}:${ref.index}`, text),
     failed: () => {},
   });
-  const run = async (job: LeafJob) => {
-    jobs.start({ job, until: job.message.at });
+  const run = async (...all: LeafJob[]) => {
+    for (const job of all) jobs.start({ job, until: job.message.at });
     while (jobs.active > 0) await new Promise((r) => setImmediate(r));
   };
   return { run, stored, reads, built, metrics, calls: () => calls };
@@ -115,5 +132,31 @@ describe("summary jobs with a cheap summarizer", () => {
     expect(model.reads()).toBe(1);
     expect(model.calls()).toBe(0);
     expect(model.built.get("0:0")).toBe("stored before");
+  });
+});
+
+describe("summary jobs through a model outage", () => {
+  it("every node is retried until built; the outage is one warning and one recovery", async () => {
+    const lines: string[] = [];
+    const log = {
+      ...quietLogger,
+      warn: (m: string) => lines.push(`warn ${m}`),
+      info: (m: string) => lines.push(`info ${m}`),
+    };
+    const retries = new RetryLog(log);
+    const outage = jobsWith(false, { times: (job) => 1 + (job.index % 3), retries });
+    const jobs = Array.from({ length: 20 }, (_, i) => leaf(i));
+    await outage.run(...jobs);
+    for (const job of jobs) expect(outage.built.get(`0:${job.index}`)).toBe(`built ${job.name}`);
+    expect(outage.calls()).toBe(20 + jobs.reduce((n, j) => n + 1 + (j.index % 3), 0));
+    expect(outage.metrics.get(METRIC.summaryRetries)).toBe(outage.calls() - 20);
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(
+      /^warn summarize \d+\+1 of thread 't' failed \(attempt 1\), retrying in \d+ ms/,
+    );
+    expect(lines[1]).toMatch(
+      /^info recovered: 20 that failed this way succeeded, after 4 attempts at most/,
+    );
+    expect(retries.failing).toBe(0);
   });
 });

@@ -89,7 +89,7 @@ export async function holdPartitions(parts: {
         opening.map((k) =>
           retryInPlace(() => consumers.open(k), {
             what: `open the consumer of partition ${k}`,
-            log,
+            log: ctx.retries,
             signal: handing.signal,
           }),
         ),
@@ -97,7 +97,7 @@ export async function holdPartitions(parts: {
       // Threads drained with work outstanding get no event: woken here, or never.
       const busy = await retryInPlace(() => ctx.busy.list(), {
         what: `list the busy threads of partitions ${ks.join(",")}`,
-        log,
+        log: ctx.retries,
         signal: handing.signal,
       });
       const woken = busy.filter(inPartitions(ks));
@@ -125,7 +125,7 @@ export async function holdPartitions(parts: {
           const retry = (open: () => Promise<void>) =>
             retryInPlace(open, {
               what: `re-create the consumer of partition ${k}`,
-              log,
+              log: ctx.retries,
               signal: handing.signal,
             });
           consumers.recreate(k, retry).catch((err: unknown) => {

@@ -177,6 +177,7 @@ export class HostedActor {
       history: this.#ctx.history,
       metrics: this.#ctx.metrics,
       log: this.#ctx.log,
+      retries: this.#ctx.retries,
       timing: this.#ctx.jobTiming,
       refusals: this.#ctx.refusals,
       group: this.#ctx.settings.group ?? 1,

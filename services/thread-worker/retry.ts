@@ -1,4 +1,4 @@
-import { errorText, type Logger } from "./log.ts";
+import type { RetryEntry, RetryLog } from "./retry-log.ts";
 
 /** Thrown out of a wait or a retry loop when the owner stopped (crash simulation, shutdown). */
 export class StoppedError extends Error {
@@ -33,15 +33,11 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-// JetStream answers a full store (max_file_store, or the disk) with only "insufficient resources".
-const STORE_FULL = /insufficient resources/i;
-const STORE_FULL_FIX =
-  "JetStream's store is full: free disk space or raise max_file_store in nats-server.conf (jetstream { max_file_store: … }); nothing is acknowledged until it is stored, so nothing is lost meanwhile";
-
 export interface RetryOptions {
   /** Says what is being done, for the log: "save actor state of thread t". */
   what: string;
-  log: Logger;
+  /** The worker's retry log: failures are told there, grouped by cause. */
+  log: RetryLog;
   /** Aborted when the owner stops: the loop ends with StoppedError. */
   signal: AbortSignal;
   /** Errors that retrying cannot fix are rethrown at once. */
@@ -55,19 +51,27 @@ export interface RetryOptions {
  * a redelivery would come after later events of the same thread and reorder them.
  */
 export async function retryInPlace<T>(fn: () => Promise<T>, options: RetryOptions): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    if (options.signal.aborted) throw new StoppedError(options.what);
-    try {
-      return await fn();
-    } catch (err) {
+  // Made at the first failure: every durable write of the hot path comes through here.
+  let entry: RetryEntry | undefined;
+  let attempt = 0;
+  let succeeded = false;
+  try {
+    for (; ; attempt++) {
       if (options.signal.aborted) throw new StoppedError(options.what);
-      if (options.isPermanent?.(err)) throw err;
-      const wait = backoffMs(attempt, options.baseMs ?? 100, options.capMs ?? 5_000);
-      options.log.warn(`${options.what} failed (attempt ${attempt + 1}), retrying in ${wait} ms`, {
-        error: errorText(err),
-        ...(STORE_FULL.test(errorText(err)) ? { fix: STORE_FULL_FIX } : {}),
-      });
-      await sleep(wait, options.signal);
+      try {
+        const value = await fn();
+        succeeded = true;
+        return value;
+      } catch (err) {
+        if (options.signal.aborted) throw new StoppedError(options.what);
+        if (options.isPermanent?.(err)) throw err;
+        const wait = backoffMs(attempt, options.baseMs ?? 100, options.capMs ?? 5_000);
+        entry ??= options.log.entry(options.what);
+        entry.failed(err, attempt, wait);
+        await sleep(wait, options.signal);
+      }
     }
+  } finally {
+    entry?.ended(succeeded, attempt + 1);
   }
 }

@@ -44,7 +44,7 @@ export class SlotTools {
   ): Promise<T> {
     return retryInPlace(fn, {
       what: `${what} (thread '${this.thread}')`,
-      log: this.ctx.log,
+      log: this.ctx.retries,
       signal: this.signal,
       isPermanent,
     });

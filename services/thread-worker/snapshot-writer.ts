@@ -74,7 +74,7 @@ export async function writeSnapshot(
         throw err;
       }
     },
-    { what: `write the snapshot of thread '${thread}'`, log: ctx.log, signal, baseMs: 20 },
+    { what: `write the snapshot of thread '${thread}'`, log: ctx.retries, signal, baseMs: 20 },
   );
   ctx.metrics.add(METRIC.snapshotWrites);
   return written;

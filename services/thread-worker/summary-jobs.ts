@@ -12,6 +12,7 @@ import { errorText, type Logger } from "./log.ts";
 import { METRIC, type MetricRegistry } from "./metrics.ts";
 import type { Refusals } from "./refusals.ts";
 import { backoffMs, retryInPlace, sleep, StoppedError } from "./retry.ts";
+import type { RetryEntry, RetryLog } from "./retry-log.ts";
 
 export interface JobTiming {
   /** Retryable errors: first wait and cap. */
@@ -36,6 +37,8 @@ export interface SummaryJobsDeps {
   history: HistoryNodes;
   metrics: MetricRegistry;
   log: Logger;
+  /** The worker's retry log (retries of HISTORY reads and writes, grouped by cause). */
+  retries: RetryLog;
   timing: JobTiming;
   /** The worker's record of refused nodes: their long backoff outlives this thread's jobs. */
   refusals: Refusals;
@@ -156,7 +159,7 @@ export class SummaryJobs {
       const what = `summary node ${job.name} of thread '${job.thread}'`;
       const stored = await retryInPlace(() => d.history.read(job.thread, job.level, job.index), {
         what: `read ${what} from HISTORY`,
-        log: d.log,
+        log: d.retries,
         signal,
       });
       if (stored) {
@@ -186,7 +189,7 @@ export class SummaryJobs {
     if (job.kind === "leaf") event.message = { id: job.message.id, seq: job.seq };
     const published = await retryInPlace(() => d.history.publish(event), {
       what: `publish summary node ${job.name} of thread '${job.thread}' to HISTORY`,
-      log: d.log,
+      log: d.retries,
       signal: this.#abort.signal,
     });
     // Not the event sent: HISTORY held the node already (its text wins).
@@ -209,7 +212,7 @@ export class SummaryJobs {
       members.map(({ job }) =>
         retryInPlace(() => d.history.read(job.thread, job.level, job.index), {
           what: `read summary node ${job.name} of thread '${job.thread}' from HISTORY`,
-          log: d.log,
+          log: d.retries,
           signal,
         }),
       ),
@@ -266,48 +269,53 @@ export class SummaryJobs {
   async #summarize(job: SummaryJob, signal: AbortSignal): Promise<string | undefined> {
     const d = this.#deps;
     const limit = Math.floor(job.line * 1.25);
-    for (let attempt = 0; ; attempt++) {
-      let text: string | undefined;
-      let error: unknown;
-      // A cheap summarizer queues on its own threads: HISTORY_CONCURRENCY bounds model calls,
-      // and under it the threads were handed 8 tasks at a time (a hand-over each, bench e2e).
-      const limited = d.summarizer.cheap !== true;
-      if (limited) await d.limiter.acquire(signal);
-      try {
-        text = (await d.summarizer.summarize(job, signal)).text;
-      } catch (err) {
-        error = err;
-      } finally {
-        if (limited) d.limiter.release();
-      }
-      if (signal.aborted) throw new StoppedError(`summary ${job.name}`);
-      if (text !== undefined && text.trim() !== "") {
-        return utf8Bytes(text) > limit ? cutToBytes(text, limit) : text;
-      }
-      error ??= new SummarizerError(
-        "EMPTY_REPLY",
-        `the summarizer returned an empty text for ${job.name}`,
-        { terminal: false },
-      );
-      if (error instanceof SummarizerError && error.terminal) {
-        d.metrics.add(METRIC.summaryFailures);
-        const wait = d.refusals.refused(job.thread, job, Date.now());
-        d.log.error(
-          `summarizer refused ${job.name} of thread '${job.thread}' (${error.code}): ${error.message}; ` +
-            `the node waits about ${Math.round(wait / 1000)} s before it is tried again (fix the cause, e.g. HISTORY_SUMMARIZER or OPENAI_API_KEY)`,
+    // Made at the first retryable failure: an outage of the model fails every node at once.
+    let retrying: RetryEntry | undefined;
+    let built = false;
+    let attempt = 0;
+    try {
+      for (; ; attempt++) {
+        let text: string | undefined;
+        let error: unknown;
+        // A cheap summarizer queues on its own threads: HISTORY_CONCURRENCY bounds model calls,
+        // and under it the threads were handed 8 tasks at a time (a hand-over each, bench e2e).
+        const limited = d.summarizer.cheap !== true;
+        if (limited) await d.limiter.acquire(signal);
+        try {
+          text = (await d.summarizer.summarize(job, signal)).text;
+        } catch (err) {
+          error = err;
+        } finally {
+          if (limited) d.limiter.release();
+        }
+        if (signal.aborted) throw new StoppedError(`summary ${job.name}`);
+        if (text !== undefined && text.trim() !== "") {
+          built = true;
+          return utf8Bytes(text) > limit ? cutToBytes(text, limit) : text;
+        }
+        error ??= new SummarizerError(
+          "EMPTY_REPLY",
+          `the summarizer returned an empty text for ${job.name}`,
+          { terminal: false },
         );
-        d.failed({ level: job.level, index: job.index }, error.message);
-        return undefined;
+        if (error instanceof SummarizerError && error.terminal) {
+          d.metrics.add(METRIC.summaryFailures);
+          const wait = d.refusals.refused(job.thread, job, Date.now());
+          d.log.error(
+            `summarizer refused ${job.name} of thread '${job.thread}' (${error.code}): ${error.message}; ` +
+              `the node waits about ${Math.round(wait / 1000)} s before it is tried again (fix the cause, e.g. HISTORY_SUMMARIZER or OPENAI_API_KEY)`,
+          );
+          d.failed({ level: job.level, index: job.index }, error.message);
+          return undefined;
+        }
+        d.metrics.add(METRIC.summaryRetries);
+        const wait = backoffMs(attempt, d.timing.retryBaseMs, d.timing.retryCapMs);
+        retrying ??= d.retries.entry(`summarize ${job.name} of thread '${job.thread}'`);
+        retrying.failed(error, attempt, wait);
+        await sleep(wait, signal);
       }
-      d.metrics.add(METRIC.summaryRetries);
-      const wait = backoffMs(attempt, d.timing.retryBaseMs, d.timing.retryCapMs);
-      d.log.warn(
-        `summarizer failed on ${job.name} of thread '${job.thread}', retrying in ${wait} ms`,
-        {
-          error: errorText(error),
-        },
-      );
-      await sleep(wait, signal);
+    } finally {
+      retrying?.ended(built, attempt + 1);
     }
   }
 }

@@ -14,6 +14,7 @@ import type { Refusals } from "./refusals.ts";
 import type { ActorFeed } from "./actor-feed.ts";
 import type { Limiter } from "./limiter.ts";
 import type { Logger } from "./log.ts";
+import type { RetryLog } from "./retry-log.ts";
 import type { MetricRegistry } from "./metrics.ts";
 import type { NextTurn } from "./next-turn.ts";
 import type { JobTiming } from "./summary-jobs.ts";
@@ -50,6 +51,8 @@ export interface WorkerContext {
   history: HistoryNodes;
   metrics: MetricRegistry;
   log: Logger;
+  /** Writes retried in place report their failures here, grouped by cause (retry-log.ts). */
+  retries: RetryLog;
   /** XState inspection of every thread actor: only when asked for (`--inspect`). */
   inspect: ((event: InspectionEvent) => void) | undefined;
   /** The explorer's actor feed, told each actor's state after each event (actor-feed.ts). */

@@ -25,6 +25,7 @@ import { serveMetrics } from "./metrics-endpoint.ts";
 import { Refusals } from "./refusals.ts";
 import { ThreadRegistry } from "./registry.ts";
 import { retryInPlace } from "./retry.ts";
+import { RetryLog } from "./retry-log.ts";
 import { NextTurn } from "./next-turn.ts";
 import { DEFAULT_JOB_TIMING, type JobTiming } from "./summary-jobs.ts";
 import type { Membership } from "../cluster/membership.ts";
@@ -161,6 +162,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     history: historyNodes(writer, direct, names, s),
     metrics,
     log,
+    retries: new RetryLog(log),
     inspect: options.inspect,
     // The explorer's actor states (/ui/), told by each actor's host.
     actorFeed,
@@ -207,7 +209,11 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
             seq: msg.seq,
             maxPayload: ctx.maxPayload(),
           }),
-        { what: `publish a dead letter for ${msg.subject}`, log, signal: stopping.signal },
+        {
+          what: `publish a dead letter for ${msg.subject}`,
+          log: ctx.retries,
+          signal: stopping.signal,
+        },
       ).then(
         () => {
           metrics.add(METRIC.deadLetters);
@@ -333,7 +339,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     track(
       retryInPlace(() => ctx.busy.list(), {
         what: `list the busy threads in bucket ${buckets.names.busy}`,
-        log,
+        log: ctx.retries,
         signal: stopping.signal,
       }).then(
         (threads) => {
