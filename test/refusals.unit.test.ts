@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
+import type { Logger } from "../services/thread-worker/log.ts";
 import { Refusals } from "../services/thread-worker/refusals.ts";
+import { RETRY_REPEAT_MS, RetryLog } from "../services/thread-worker/retry-log.ts";
 
 const timing = { terminalBaseMs: 1_000, terminalCapMs: 4_000 };
 const node = { level: 0, index: 3 };
@@ -33,5 +35,49 @@ describe("Refusals", () => {
     r.forget("t");
     expect(r.failures("t", other)).toBe(0);
     expect(r.waitMs("t", other, 0)).toBe(0);
+  });
+
+  it("a key refused for every node is told once, at error level with its fix, and its recovery once", () => {
+    const clock = { now: 0 };
+    const lines: { level: string; message: string; fields?: Record<string, unknown> }[] = [];
+    const log: Logger = {
+      info: (message, fields) => lines.push({ level: "info", message, ...(fields && { fields }) }),
+      warn: (message, fields) => lines.push({ level: "warn", message, ...(fields && { fields }) }),
+      error: (message, fields) =>
+        lines.push({ level: "error", message, ...(fields && { fields }) }),
+    };
+    const retries = new RetryLog(log, () => clock.now);
+    const r = new Refusals(timing, retries);
+    const threads = Array.from({ length: 10 }, (_, i) => `t${i}`);
+    const nodes = [node, { level: 0, index: 4 }];
+    const refuseAll = () => {
+      for (const t of threads)
+        for (const n of nodes)
+          r.refused(t, n, clock.now, {
+            what: `summarize ${n.index}+1 of thread '${t}'`,
+            error: new Error(`401 Incorrect API key provided for ${t}.${n.index}`),
+            fix: "fix OPENAI_API_KEY",
+          });
+    };
+    refuseAll();
+    clock.now += 5_000;
+    refuseAll();
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: "error", fields: { fix: "fix OPENAI_API_KEY" } });
+    expect(lines[0]?.message).toMatch(/^summarize 3\+1 of thread 't0' failed \(attempt 1\)/);
+    // Still refused after RETRY_REPEAT_MS: told again, with how many nodes wait.
+    clock.now += RETRY_REPEAT_MS;
+    refuseAll();
+    expect(lines).toHaveLength(2);
+    expect(lines[1]?.message).toMatch(/^20 still failing the same way after 35\.0 s/);
+    // An erased thread's nodes leave without a recovery; the others are built.
+    r.forget("t0");
+    for (const t of threads.slice(1)) for (const n of nodes) r.built(t, n);
+    expect(lines).toHaveLength(3);
+    expect(lines[2]).toMatchObject({ level: "info" });
+    expect(lines[2]?.message).toMatch(
+      /^recovered: 18 that failed this way succeeded, after 4 attempts at most/,
+    );
+    expect(retries.failing).toBe(0);
   });
 });

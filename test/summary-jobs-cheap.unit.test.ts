@@ -56,7 +56,9 @@ const leaf = (index: number): LeafJob => ({
 
 function jobsWith(
   cheap: boolean,
-  failing: { times: (job: LeafJob) => number; retries: RetryLog } | undefined = undefined,
+  failing:
+    | { times: (job: LeafJob) => number; retries: RetryLog; terminal?: boolean }
+    | undefined = undefined,
 ) {
   const { history, stored, reads } = fakeHistory();
   const metrics = workerMetrics();
@@ -71,16 +73,19 @@ function jobsWith(
       triesOf.set(job.name, tries);
       if (failing && tries <= failing.times(job as LeafJob))
         return Promise.reject(
-          new SummarizerError("SERVER", "503 from the model", {
-            terminal: false,
-            status: 503,
-          }),
+          failing.terminal
+            ? new SummarizerError("AUTH", "401 Incorrect API key provided", {
+                terminal: true,
+                status: 401,
+              })
+            : new SummarizerError("SERVER", "503 from the model", { terminal: false, status: 503 }),
         );
       return Promise.resolve({ text: `built ${job.name}` });
     },
     usage: noUsage,
   };
   const built = new Map<string, string>();
+  const refused: NodeRef[] = [];
   const jobs = new SummaryJobs({
     summarizer,
     limiter: new Limiter(1),
@@ -89,15 +94,15 @@ function jobsWith(
     log: quietLogger,
     retries: failing?.retries ?? new RetryLog(quietLogger),
     timing: failing ? { ...DEFAULT_JOB_TIMING, retryBaseMs: 1, retryCapMs: 2 } : DEFAULT_JOB_TIMING,
-    refusals: new Refusals(DEFAULT_JOB_TIMING),
+    refusals: new Refusals(DEFAULT_JOB_TIMING, failing?.retries),
     built: (ref: NodeRef, text: string) => built.set(`${ref.level}:${ref.index}`, text),
-    failed: () => {},
+    failed: (ref: NodeRef) => refused.push(ref),
   });
   const run = async (...all: LeafJob[]) => {
     for (const job of all) jobs.start({ job, until: job.message.at });
     while (jobs.active > 0) await new Promise((r) => setImmediate(r));
   };
-  return { run, stored, reads, built, metrics, calls: () => calls };
+  return { run, stored, reads, built, refused, metrics, calls: () => calls };
 }
 
 /** Node 0:0 as HISTORY holds it from an earlier build. */
@@ -158,5 +163,28 @@ describe("summary jobs through a model outage", () => {
       /^info recovered: 20 that failed this way succeeded, after 4 attempts at most/,
     );
     expect(retries.failing).toBe(0);
+  });
+
+  it("a key refused for every node: each goes back to the actor, told once at error level", async () => {
+    const lines: string[] = [];
+    const log = {
+      ...quietLogger,
+      error: (m: string, f?: Record<string, unknown>) =>
+        lines.push(`error ${m} ${JSON.stringify(f)}`),
+    };
+    const retries = new RetryLog(log);
+    const refused = jobsWith(false, { times: () => 1, retries, terminal: true });
+    const jobs = Array.from({ length: 20 }, (_, i) => leaf(i));
+    await refused.run(...jobs);
+    expect(refused.refused.map((r) => r.index).sort((a, b) => a - b)).toEqual(
+      jobs.map((j) => j.index),
+    );
+    expect(refused.built.size).toBe(0);
+    expect(refused.metrics.get(METRIC.summaryFailures)).toBe(20);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      /^error summarize \d+\+1 of thread 't' failed \(attempt 1\), retrying in \d+ ms.*401 Incorrect API key.*the summarizer refused it \(AUTH\): fix the cause, e.g. HISTORY_SUMMARIZER or OPENAI_API_KEY/,
+    );
+    expect(retries.failing).toBe(1);
   });
 });

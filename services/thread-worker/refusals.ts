@@ -1,10 +1,22 @@
 import { nodeKey, type NodeRef } from "../../shared/names.ts";
 import { backoffMs } from "./retry.ts";
+import type { RetryEntry, RetryLog } from "./retry-log.ts";
 
 interface Refusal {
   failures: number;
   /** Epoch ms before which the node is not tried again. */
   until: number;
+  /** Its line in the retry log: a refused key refuses every node, told once. */
+  told: RetryEntry | undefined;
+}
+
+/** Why a node was refused, for the log. */
+export interface RefusalCause {
+  /** "summarize 3+1 of thread 't'". */
+  what: string;
+  error: unknown;
+  /** What to do about it. */
+  fix: string;
 }
 
 /** Threads whose refusals are kept at most; past it the longest-kept thread is forgotten. */
@@ -24,25 +36,31 @@ export class Refusals {
   readonly #threads = new Map<string, Map<string, Refusal>>();
   readonly #baseMs: number;
   readonly #capMs: number;
+  readonly #retries: RetryLog | undefined;
 
-  constructor(timing: { terminalBaseMs: number; terminalCapMs: number }) {
+  constructor(timing: { terminalBaseMs: number; terminalCapMs: number }, retries?: RetryLog) {
     this.#baseMs = timing.terminalBaseMs;
     this.#capMs = timing.terminalCapMs;
+    this.#retries = retries;
   }
 
-  /** Records one more refusal of the node; returns how long it now waits (ms). */
-  refused(thread: string, ref: NodeRef, now: number): number {
+  /** Records one more refusal of the node, told to the retry log; returns how long it waits (ms). */
+  refused(thread: string, ref: NodeRef, now: number, cause?: RefusalCause): number {
     let nodes = this.#threads.get(thread);
     if (nodes)
       this.#threads.delete(thread); // re-inserted: the most recently refused go last
     else nodes = new Map();
     this.#threads.set(thread, nodes);
-    const failures = (nodes.get(keyOf(ref))?.failures ?? 0) + 1;
+    const held = nodes.get(keyOf(ref));
+    const failures = (held?.failures ?? 0) + 1;
     const wait = backoffMs(failures - 1, this.#baseMs, this.#capMs);
-    nodes.set(keyOf(ref), { failures, until: now + wait });
+    const told =
+      held?.told ?? (cause && this.#retries?.entry(cause.what, { level: "error", fix: cause.fix }));
+    if (cause) told?.failed(cause.error, failures - 1, wait);
+    nodes.set(keyOf(ref), { failures, until: now + wait, told });
     if (this.#threads.size > MAX_THREADS) {
       const oldest = this.#threads.keys().next();
-      if (!oldest.done) this.#threads.delete(oldest.value);
+      if (!oldest.done) this.forget(oldest.value);
     }
     return wait;
   }
@@ -61,13 +79,17 @@ export class Refusals {
   /** The node was built: nothing to wait for any more. */
   built(thread: string, ref: NodeRef): void {
     const nodes = this.#threads.get(thread);
-    if (!nodes) return;
+    const refusal = nodes?.get(keyOf(ref));
+    if (!nodes || !refusal) return;
+    refusal.told?.ended(true, refusal.failures + 1);
     nodes.delete(keyOf(ref));
     if (nodes.size === 0) this.#threads.delete(thread);
   }
 
-  /** The thread was erased: its nodes are gone. */
+  /** The thread was erased (or is forgotten): its nodes are gone. */
   forget(thread: string): void {
+    for (const refusal of this.#threads.get(thread)?.values() ?? [])
+      refusal.told?.ended(false, refusal.failures);
     this.#threads.delete(thread);
   }
 

@@ -16,9 +16,18 @@ export interface RetryEntry {
   ended(succeeded: boolean, attempts: number): void;
 }
 
+/** How an operation's failures are told: the level, and what to do about them. */
+export interface RetryTelling {
+  level?: "warn" | "error";
+  /** Said with each line of the cause (a full store's fix is added by itself). */
+  fix?: string;
+}
+
 /** The retries failing with one cause (the error's text, threads, subjects and numbers aside). */
 interface Cause {
   key: string;
+  /** Of the retry that opened the cause. */
+  telling: RetryTelling;
   /** The error of the retry that opened the cause, as it said it. */
   error: string;
   since: number;
@@ -50,19 +59,23 @@ export class RetryLog {
   }
 
   /** Reports one operation; `what` names it: "save actor state (thread 't')". */
-  entry(what: string): RetryEntry {
-    return new Retry(this, what);
+  entry(what: string, telling: RetryTelling = {}): RetryEntry {
+    return new Retry(this, what, telling);
   }
 
   /** `retry`'s attempt failed with `error`: it joins that error's cause, told if new or due. */
   joined(retry: Retry, error: string, attempt: number, waitMs: number): Cause {
     const key = causeKey(error);
     const now = this.#now();
-    const fields = { error, ...(STORE_FULL.test(error) ? { fix: STORE_FULL_FIX } : {}) };
     let cause = this.#causes.get(key);
+    const telling = cause?.telling ?? retry.telling;
+    const fix = telling.fix ?? (STORE_FULL.test(error) ? STORE_FULL_FIX : undefined);
+    const fields = { error, ...(fix === undefined ? {} : { fix }) };
+    const say = (line: string) => this.#log[telling.level ?? "warn"](line, fields);
     if (!cause) {
       cause = {
         key,
+        telling,
         error,
         since: now,
         lastLine: now,
@@ -71,16 +84,14 @@ export class RetryLog {
         mostAttempts: 0,
       };
       this.#causes.set(key, cause);
-      this.#log.warn(
+      say(
         `${retry.what} failed (attempt ${attempt + 1}), retrying in ${waitMs} ms; others failing the same way are counted, not logged one by one`,
-        fields,
       );
     } else if (now - cause.lastLine >= RETRY_REPEAT_MS) {
       cause.lastLine = now;
       const n = cause.failing.size + (cause.failing.has(retry) ? 0 : 1);
-      this.#log.warn(
+      say(
         `${n} still failing the same way after ${seconds(now - cause.since)} s, retrying; one: ${retry.what} (attempt ${attempt + 1}, next in ${waitMs} ms)`,
-        fields,
       );
     }
     cause.failing.add(retry);
@@ -106,6 +117,7 @@ class Retry implements RetryEntry {
   constructor(
     readonly log: RetryLog,
     readonly what: string,
+    readonly telling: RetryTelling,
   ) {}
 
   failed(err: unknown, attempt: number, waitMs: number): void {

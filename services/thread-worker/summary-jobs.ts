@@ -123,9 +123,10 @@ export class SummaryJobs {
       // go back to the actor, which asks again; the long backoff keeps this from spinning.
       for (const { job } of requests) {
         const ref = { level: job.level, index: job.index };
-        this.#deps.refusals.refused(job.thread, ref, Date.now());
-        this.#deps.log.error(`summary ${job.thread} ${job.name} failed`, {
-          error: errorText(err),
+        this.#deps.refusals.refused(job.thread, ref, Date.now(), {
+          what: `summary ${job.name} of thread '${job.thread}'`,
+          error: err,
+          fix: "not an error of the summarizer: HISTORY or the worker failed; the node is tried again after its wait",
         });
         this.#deps.failed(ref, errorText(err));
       }
@@ -300,11 +301,11 @@ export class SummaryJobs {
         );
         if (error instanceof SummarizerError && error.terminal) {
           d.metrics.add(METRIC.summaryFailures);
-          const wait = d.refusals.refused(job.thread, job, Date.now());
-          d.log.error(
-            `summarizer refused ${job.name} of thread '${job.thread}' (${error.code}): ${error.message}; ` +
-              `the node waits about ${Math.round(wait / 1000)} s before it is tried again (fix the cause, e.g. HISTORY_SUMMARIZER or OPENAI_API_KEY)`,
-          );
+          d.refusals.refused(job.thread, job, Date.now(), {
+            what: `summarize ${job.name} of thread '${job.thread}'`,
+            error,
+            fix: `the summarizer refused it (${error.code}): fix the cause, e.g. HISTORY_SUMMARIZER or OPENAI_API_KEY`,
+          });
           d.failed({ level: job.level, index: job.index }, error.message);
           return undefined;
         }

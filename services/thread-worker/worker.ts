@@ -139,6 +139,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   const direct = new DirectReader(inbox);
   const jobTiming = { ...DEFAULT_JOB_TIMING, ...options.jobTiming };
   const actorFeed = startActorFeed(nc, names, { log });
+  const retries = new RetryLog(log);
   const ctx: WorkerContext = {
     js,
     jsm,
@@ -162,12 +163,12 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     history: historyNodes(writer, direct, names, s),
     metrics,
     log,
-    retries: new RetryLog(log),
+    retries,
     inspect: options.inspect,
     // The explorer's actor states (/ui/), told by each actor's host.
     actorFeed,
     jobTiming,
-    refusals: new Refusals(jobTiming),
+    refusals: new Refusals(jobTiming, retries),
     snapshotDelayMs: options.snapshotDelayMs ?? 50,
     saveDelayMs: options.saveDelayMs ?? 1_000,
     saveLingerMs,
