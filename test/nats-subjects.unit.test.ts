@@ -65,15 +65,20 @@ function threeTokensAfter(prefix: string, subject: string): [string, string, str
 }
 
 describe("parseChat", () => {
-  // The reading it replaced (split on dots): the same answer for any subject.
+  // The reading it replaced (split on dots): the same answer for any subject, and a fourth
+  // token of decimal digits read as the partition (`chat.<thread>.<kind>.<k>`, docs/scale-out.md).
   function bySplit(prefix: string, subject: string) {
-    const rest = threeTokensAfter(prefix, subject);
-    if (!rest) return undefined;
-    const [thread, a, b] = rest;
+    if (!subject.startsWith(`${prefix}.`)) return undefined;
+    const tokens = subject.slice(prefix.length + 1).split(".");
+    const last = tokens.at(-1) ?? "";
+    const partition = tokens.length === 4 && /^\d+$/.test(last) ? Number(last) : undefined;
+    const rest = partition === undefined ? tokens : tokens.slice(0, 3);
+    if (rest.length !== 3) return undefined;
+    const [thread = "", a = "", b = ""] = rest;
     const kind = `${a}.${b}`;
     if (!THREAD_ID.test(thread)) return undefined;
     if (kind !== "message.created" && kind !== "thread.deleted") return undefined;
-    return { thread, kind };
+    return partition === undefined ? { thread, kind } : { thread, kind, partition };
   }
 
   it("answers as a split on dots would, for any subject", () => {
@@ -89,14 +94,25 @@ describe("parseChat", () => {
         "",
         "*",
         ">",
+        "0",
+        "17",
+        "007",
       ),
       fc.string({ maxLength: 6 }),
       fc.stringMatching(/^[A-Za-z0-9_-]{1,130}$/),
     );
+    // Half the runs are shaped like an event's subject, with or without a token after the kind.
+    const eventLike = fc
+      .tuple(
+        token,
+        fc.constantFrom("message.created", "thread.deleted", "message.deleted"),
+        fc.option(token),
+      )
+      .map(([thread, kind, after]) => [thread, kind, ...(after === null ? [] : [after])]);
     fc.assert(
       fc.property(
         fc.constantFrom("chat", "acme.chat"),
-        fc.array(token, { maxLength: 6 }),
+        fc.oneof(fc.array(token, { maxLength: 6 }), eventLike),
         (prefix, tokens) => {
           for (const subject of [tokens.join("."), [prefix, ...tokens].join(".")]) {
             expect(subjects({ ...DEFAULT_NAMES, chatPrefix: prefix }).parseChat(subject)).toEqual(
