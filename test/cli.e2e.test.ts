@@ -6,6 +6,7 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageCreatedSchema, type Message } from "../shared/events.ts";
+import { DEFAULT_SETTINGS } from "../shared/settings.ts";
 import type { SummaryEvent } from "../shared/history.ts";
 import { toSnapshot, type OutlineSnapshot } from "../shared/snapshot.ts";
 import {
@@ -17,6 +18,7 @@ import {
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology, publishDeadLetter, subjects } from "../services/nats/topology.ts";
 import { startSearchService } from "../services/search/service.ts";
+import { ensureWorkerBuckets } from "../services/thread-worker/buckets.ts";
 import { lineHolding } from "../shared/search.ts";
 import { makeMessage } from "./support/conversation.ts";
 import {
@@ -313,6 +315,28 @@ describe("outline send from stdin, import, dead", () => {
       const again = await outlineWith(good.join("\n"), ["import", "-"]);
       expect(again.code, again.stderr).toBe(0);
       expect(again.stdout).toContain("import stdin: 3 lines: 0 published, 3 already stored, 0 bad");
+      // Once the worker has applied them (its buckets and snapshot as it leaves them, the tail
+      // the whole thread): not published at all.
+      const { kv } = await ensureTopology(nc, names);
+      await ensureWorkerBuckets(js, jsm, names);
+      const log: { message: Message; seq: number }[] = [];
+      for (let seq = 0; log.length < good.length;) {
+        const stored = await jsm.direct.getMessage(names.chatStream, {
+          next_by_subj: subjects(names).messageCreated(target),
+          seq: seq + 1,
+        });
+        if (!stored) throw new Error(`${target}: ${log.length} of ${good.length} messages stored`);
+        seq = stored.seq;
+        log.push({ message: messageCreatedSchema.parse(stored.json()), seq });
+      }
+      const young = replayWithNodes(target, DEFAULT_SETTINGS, log);
+      expect(young.state).toMatchObject({ boundary: 0, complete: true });
+      await publishState(js, kv, names, young.state, young.nodes);
+      const applied = await outlineWith(good.join("\n"), ["import", "-"]);
+      expect(applied.code, applied.stderr).toBe(0);
+      expect(applied.stdout).toContain(
+        "import stdin: 3 lines: 0 published, 0 already stored, 3 already applied, 0 bad",
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,6 +1,7 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { openAppliedIds } from "../services/cli/applied-ids.ts";
 import { importLines, summarize } from "../services/cli/import.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology } from "../services/nats/topology.ts";
@@ -79,7 +80,8 @@ describe("outline import", () => {
     expect(again).toMatchObject({ published: 0, duplicates: 300 });
     expect((await jsm.streams.info(names.chatStream)).state.messages).toBe(300);
 
-    // Again after the window: the stream stores them again, the worker applies each id once.
+    // After the window: what the worker applied is not published again; what it had not
+    // (an import racing it) is stored again and applied once.
     const worker = await startThreadWorker({
       nc,
       names,
@@ -96,8 +98,21 @@ describe("outline import", () => {
       const info = await jsm.streams.info(names.chatStream);
       await jsm.streams.update(names.chatStream, { ...info.config, duplicate_window: 100_000_000 });
       await new Promise((r) => setTimeout(r, 300));
+      const applied = await openAppliedIds(nc, names);
+      expect(applied).toBeDefined();
+      const known = await importLines({
+        nc,
+        names,
+        input: chunks(file),
+        ...(applied ? { applied } : {}),
+      }).finally(() => applied?.close());
+      expect(known).toMatchObject({ published: 0, duplicates: 0, applied: 300 });
+      expect(summarize(known, "f.jsonl")).toMatch(
+        /^import f\.jsonl: 304 lines: 0 published, 0 already stored, 300 already applied, 3 bad, 1 blank; /,
+      );
+      expect((await jsm.streams.info(names.chatStream)).state.last_seq).toBe(300);
       const late = await importLines({ nc, names, input: chunks(file) });
-      expect(late).toMatchObject({ published: 300, duplicates: 0 });
+      expect(late).toMatchObject({ published: 300, duplicates: 0, applied: 0 });
       const stored = (await jsm.streams.info(names.chatStream)).state.last_seq;
       expect(stored).toBe(600);
       await waitFor("the worker to read the copies", async () => {
@@ -107,6 +122,69 @@ describe("outline import", () => {
         return c.delivered.stream_seq >= stored && c.num_ack_pending === 0;
       });
       expect(await counted()).toEqual([100, 100, 100]);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it("publishes again only the lines the worker has not applied, in file order", async () => {
+    const names = uniqueNames();
+    const { jsm } = await ensureTopology(nc, names);
+    // No worker has run on these names: nothing to read, every line is published.
+    expect(await openAppliedIds(nc, names)).toBeUndefined();
+    const worker = await startThreadWorker({
+      nc,
+      names,
+      settings: SMALL,
+      summarizer: new FakeSummarizer(),
+      log: quietLogger,
+      snapshotDelayMs: 20,
+    });
+    const h = await harness(nc, names);
+    // imp-a: 60 of its 100 messages applied, cut (its older ids in the index); imp-y: two short
+    // messages, its tail the whole thread (ids in the snapshot only); imp-n: never seen.
+    const old = messages.filter((m) => m.thread === "imp-a");
+    const young = [0, 1, 2].map((i) => ({ ...chatMessage("imp-y", i), text: `short ${i}` }));
+    const fresh = [0, 1].map((i) => chatMessage("imp-n", i));
+    const lines = (list: typeof messages) => list.map((m) => JSON.stringify(m)).join("\n");
+    try {
+      await importLines({
+        nc,
+        names,
+        input: chunks(lines([...old.slice(0, 60), ...young.slice(0, 2)])),
+      });
+      await waitFor("the first import applied", async () => {
+        const [a, y] = await Promise.all([readSnapshot(h, "imp-a"), readSnapshot(h, "imp-y")]);
+        return a?.count === 60 && a.boundary > 0 && y?.count === 2;
+      });
+      const [a, y] = await Promise.all([readSnapshot(h, "imp-a"), readSnapshot(h, "imp-y")]);
+      expect(a?.boundary).toBeGreaterThan(0);
+      expect(y).toMatchObject({ boundary: 0, complete: true });
+      const before = (await jsm.streams.info(names.chatStream)).state.last_seq;
+      // Interleaved: old and young threads, their new messages and a new thread.
+      const file = old.flatMap((m, i) => [m, ...(i < 3 ? [young[i], fresh[i]] : [])]);
+      const all = file.filter((m): m is (typeof messages)[number] => m !== undefined);
+      const applied = await openAppliedIds(nc, names);
+      const again = await importLines({
+        nc,
+        names,
+        input: chunks(lines(all), 500),
+        window: 8,
+        ...(applied ? { applied } : {}),
+      }).finally(() => applied?.close());
+      const expected = all.filter(
+        (m) => !old.slice(0, 60).includes(m) && !young.slice(0, 2).includes(m),
+      );
+      expect(again).toMatchObject({ published: expected.length, applied: 62, duplicates: 0 });
+      const stored: string[] = [];
+      for (let seq = before + 1; seq <= before + expected.length; seq++) {
+        const m = await jsm.streams.getMessage(names.chatStream, { seq });
+        stored.push(m?.json<{ id: string }>().id ?? `no message at ${seq}`);
+      }
+      expect(stored).toEqual(expected.map((m) => m.id));
+      expect((await jsm.streams.info(names.chatStream)).state.last_seq).toBe(
+        before + expected.length,
+      );
     } finally {
       await worker.stop();
     }

@@ -3,8 +3,9 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { describeIssues, messageCreatedSchema } from "../../shared/events.ts";
 import type { InfraNames } from "../config/names.ts";
-import { pipelinedPublisher } from "../nats/pipelined-publish.ts";
+import { pipelinedPublisher, type PipelinedPublisher } from "../nats/pipelined-publish.ts";
 import { subjects } from "../nats/subjects.ts";
+import { openAppliedIds, type AppliedIds } from "./applied-ids.ts";
 import { parse, UsageError } from "./args.ts";
 import type { Command } from "./command.ts";
 import { createProgress, type ProgressOutput } from "./replay/progress.ts";
@@ -15,9 +16,10 @@ const USAGE = `usage: outline import FILE|- [--window N]
 Publishes a JSONL file (or stdin with -) of message.created bodies, one per line, as the chat
 platform does: to chat.<thread>.message.created with Nats-Msg-Id = the message id
 (docs/import.md). A line that is not a valid body is reported by its number and not published;
-the others are. Run it again after a failure or an interruption: a message already stored is
-not stored again within the stream's duplicate window, and the worker applies each message id
-of a thread once, however late it comes again.
+the others are. Run it again after a failure or an interruption: a message the worker has
+applied is not published again (its id index holds it), one stored within the stream's duplicate
+window is not stored again, and the worker applies each message id of a thread once, however
+late it comes again.
 
   --window N   publishes awaiting their acknowledgement at once (default 512)
 
@@ -31,6 +33,8 @@ export interface ImportResult {
   published: number;
   /** The stream had them already (same Nats-Msg-Id within its duplicate window). */
   duplicates: number;
+  /** Not published: the worker has applied their message ids (its id index holds them). */
+  applied: number;
   blank: number;
   /** Lines not published, with their numbers and why. */
   bad: { line: number; reason: string }[];
@@ -46,6 +50,10 @@ export interface ImportOptions {
   /** Lines expected (for the progress bar), when known beforehand. */
   expected?: number;
   window?: number;
+  /** The worker's applied message ids; without it every valid line is published. */
+  applied?: AppliedIds;
+  /** Where the lines go (tests); a pipelined publisher on `nc` by default. */
+  publisher?: PipelinedPublisher;
   progress?: ProgressOutput;
   /** Each bad line as it is found. */
   onBad?: (line: number, reason: string) => void;
@@ -67,9 +75,20 @@ export function checkLine(
   return { ok: true, thread: parsed.data.thread, id: parsed.data.id };
 }
 
+/** A valid line waiting in a batch. */
+interface Valid {
+  number: number;
+  text: string;
+  thread: string;
+  id: string;
+}
+
 /**
  * Publishes the lines with up to `window` publishes in flight (one round trip per window, not per
- * message). Each valid line is published as it was written; Nats-Msg-Id is its message id.
+ * message). Each valid line is published as it was written; Nats-Msg-Id is its message id. With
+ * `applied`, a line whose message id the worker has applied is not published: the stream's
+ * duplicate window is 2 minutes, and a copy stored after it would be read and dropped by the
+ * worker but kept in CHAT. Lines go in batches of half a window, checked together, in file order.
  */
 export async function importLines(options: ImportOptions): Promise<ImportResult> {
   const now = options.now ?? (() => performance.now());
@@ -83,12 +102,13 @@ export async function importLines(options: ImportOptions): Promise<ImportResult>
     lines: 0,
     published: 0,
     duplicates: 0,
+    applied: 0,
     blank: 0,
     bad: [],
     failed: [],
     seconds: 0,
   };
-  const publisher = pipelinedPublisher(options.nc);
+  const publisher = options.publisher ?? pipelinedPublisher(options.nc);
   let inFlight = 0;
   // Resolved when the publishes in flight fall to `wake.below`.
   let wake: { below: number; resolve: () => void } | undefined;
@@ -105,6 +125,52 @@ export async function importLines(options: ImportOptions): Promise<ImportResult>
       ? Promise.resolve()
       : new Promise<void>((resolve) => (wake = { below, resolve }));
   // Returns a promise only when the window is full: awaiting anything yields to the event loop.
+  const publish = ({ number, text, thread, id }: Valid): Promise<void> | undefined => {
+    inFlight += 1;
+    publisher.publish(subject.messageCreated(thread), encoder.encode(text), id).then(
+      (ack) => {
+        if (ack.duplicate) result.duplicates += 1;
+        else result.published += 1;
+        settled();
+      },
+      (err: unknown) => {
+        result.failed.push({ line: number, reason: (err as Error).message });
+        settled();
+      },
+    );
+    // Full: wait until half have been acknowledged, then publish the next half in one go (one
+    // socket write for many; refilled one by one, the writes cost more than the rest together).
+    return inFlight >= window ? until(Math.floor(window / 2)) : undefined;
+  };
+  let applied = options.applied;
+  const isApplied = async ({ thread, id }: Valid): Promise<boolean> => {
+    const index = applied;
+    if (!index) return false;
+    try {
+      return await index.has(thread, id);
+    } catch {
+      // The index unreadable: publish, as without it (the worker still applies each id once).
+      applied = undefined;
+      return false;
+    }
+  };
+  let batch: Valid[] = [];
+  const batchSize = Math.max(1, Math.floor(window / 2));
+  const flush = async (): Promise<void> => {
+    const lines = batch;
+    batch = [];
+    const skip = applied ? await Promise.all(lines.map(isApplied)) : undefined;
+    for (const [i, line] of lines.entries()) {
+      if (skip?.[i]) {
+        result.applied += 1;
+        progress?.tick();
+        continue;
+      }
+      const full = publish(line);
+      if (full) await full;
+    }
+  };
+  // Returns a promise only when a batch is full.
   const handle = (text: string): Promise<void> | undefined => {
     const number = ++result.lines;
     if (text.trim() === "") {
@@ -119,38 +185,29 @@ export async function importLines(options: ImportOptions): Promise<ImportResult>
       progress?.tick();
       return undefined;
     }
-    inFlight += 1;
-    publisher
-      .publish(subject.messageCreated(checked.thread), encoder.encode(text), checked.id)
-      .then(
-        (ack) => {
-          if (ack.duplicate) result.duplicates += 1;
-          else result.published += 1;
-          settled();
-        },
-        (err: unknown) => {
-          result.failed.push({ line: number, reason: (err as Error).message });
-          settled();
-        },
-      );
-    // Full: wait until half have been acknowledged, then publish the next half in one go (one
-    // socket write for many; refilled one by one, the writes cost more than the rest together).
-    return inFlight >= window ? until(Math.floor(window / 2)) : undefined;
+    batch.push({ number, text, thread: checked.thread, id: checked.id });
+    return batch.length >= batchSize ? flush() : undefined;
   };
-  // Lines are handled a chunk at a time with no await between them unless the window is full,
-  // so their publishes leave in one socket write (nats.js flushes on the next microtask).
+  // Lines are handled a chunk at a time with no await between them unless a batch is full, and
+  // a chunk's last batch goes at its end (a stream read line by line is not held back), so
+  // their publishes leave in one socket write (nats.js flushes on the next microtask).
   let rest = "";
-  for await (const chunk of options.input) {
-    const lines = (rest + chunk).split("\n");
-    rest = lines.pop() ?? "";
-    for (const line of lines) {
-      const full = handle(line.endsWith("\r") ? line.slice(0, -1) : line);
-      if (full) await full;
+  try {
+    for await (const chunk of options.input) {
+      const lines = (rest + chunk).split("\n");
+      rest = lines.pop() ?? "";
+      for (const line of lines) {
+        const full = handle(line.endsWith("\r") ? line.slice(0, -1) : line);
+        if (full) await full;
+      }
+      await flush();
     }
+    if (rest !== "") await handle(rest.endsWith("\r") ? rest.slice(0, -1) : rest);
+    await flush();
+    await until(0);
+  } finally {
+    publisher.close();
   }
-  if (rest !== "") await handle(rest.endsWith("\r") ? rest.slice(0, -1) : rest);
-  await until(0);
-  publisher.close();
   progress?.done();
   result.failed.sort((a, b) => a.line - b.line);
   result.seconds = (now() - started) / 1000;
@@ -160,10 +217,13 @@ export async function importLines(options: ImportOptions): Promise<ImportResult>
 /** The summary line. */
 export function summarize(result: ImportResult, source: string): string {
   const rate =
-    result.seconds > 0 ? Math.round((result.published + result.duplicates) / result.seconds) : 0;
+    result.seconds > 0
+      ? Math.round((result.published + result.duplicates + result.applied) / result.seconds)
+      : 0;
   const parts = [
     `${result.published} published`,
     `${result.duplicates} already stored`,
+    ...(result.applied > 0 ? [`${result.applied} already applied`] : []),
     `${result.bad.length} bad`,
     ...(result.failed.length > 0 ? [`${result.failed.length} failed`] : []),
     ...(result.blank > 0 ? [`${result.blank} blank`] : []),
@@ -209,19 +269,21 @@ export const importCommand: Command = {
     return withSession(async ({ nc, config }) => {
       // Without the stream every publish would fail alike: say it once, before reading.
       await checkStream(nc, config.names.chatStream);
+      const applied = await openAppliedIds(nc, config.names);
       const result = await importLines({
         nc,
         names: config.names,
         input,
         window,
         ...(expected !== undefined ? { expected } : {}),
+        ...(applied ? { applied } : {}),
         progress: process.stderr,
         // On a terminal the bar's line is cleared first.
         onBad: (line, reason) =>
           process.stderr.write(
             `${process.stderr.isTTY ? "\r\x1b[K" : ""}line ${line}: ${reason}\n`,
           ),
-      });
+      }).finally(() => applied?.close());
       for (const f of result.failed)
         process.stderr.write(`line ${f.line}: not published: ${f.reason}\n`);
       out.line(summarize(result, fromStdin ? "stdin" : source));

@@ -1,0 +1,159 @@
+import fc from "fast-check";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { describe, expect, it } from "vitest";
+import type { AppliedIds } from "../services/cli/applied-ids.ts";
+import { importLines, summarize } from "../services/cli/import.ts";
+import { DEFAULT_NAMES } from "../services/config/names.ts";
+import type { PipelinedPublisher, Stored } from "../services/nats/pipelined-publish.ts";
+import { chatMessage } from "./support/thread-worker.ts";
+
+/** A line of the generated file: a message (thread index, message index), bad JSON or blank. */
+type Line = { kind: "message"; thread: number; i: number } | { kind: "bad" } | { kind: "blank" };
+
+const THREADS = ["u-a", "u-b", "u-c", "u-d"];
+
+const lineArb: fc.Arbitrary<Line> = fc.oneof(
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      kind: fc.constant("message" as const),
+      thread: fc.nat(THREADS.length - 1),
+      i: fc.nat(30),
+    }),
+  },
+  { weight: 1, arbitrary: fc.constant({ kind: "bad" as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: "blank" as const }) },
+);
+
+const text = (line: Line): string =>
+  line.kind === "message"
+    ? JSON.stringify(chatMessage(THREADS[line.thread] ?? "", line.i))
+    : line.kind === "bad"
+      ? "{oops"
+      : "  ";
+
+/** Answers after a few turns of the event loop (0-2 timers), as a server would. */
+const later = <T>(value: () => T, turns: number): Promise<T> =>
+  new Promise((resolve, reject) => {
+    const go = () => {
+      try {
+        resolve(value());
+      } catch (err) {
+        reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    };
+    if (turns === 0) queueMicrotask(go);
+    else setTimeout(go, turns - 1);
+  });
+
+/** A stream that stores each message id once (an endless duplicate window), acks late. */
+function fakeStream(delays: number[]) {
+  const stored: string[] = [];
+  const seen = new Set<string>();
+  let inFlight = 0;
+  let maxInFlight = 0;
+  let n = 0;
+  const publisher: PipelinedPublisher = {
+    publish(_subject, _data, msgId) {
+      inFlight += 1;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      const duplicate = seen.has(msgId);
+      if (!duplicate) stored.push(msgId);
+      seen.add(msgId);
+      return later<Stored>(
+        () => {
+          inFlight -= 1;
+          return { stream: "CHAT", seq: stored.length, duplicate };
+        },
+        delays[n++ % delays.length] ?? 0,
+      );
+    },
+    close: () => undefined,
+  };
+  return { publisher, stored, maxInFlight: () => maxInFlight };
+}
+
+/** The worker's id index holding `ids` (message ids), failing from its `failAt`th answer on. */
+function fakeIndex(ids: Set<string>, delays: number[], failAt?: number): AppliedIds {
+  let answers = 0;
+  const answer = <T>(value: () => T): Promise<T> =>
+    later(
+      () => {
+        answers += 1;
+        if (failAt !== undefined && answers >= failAt) throw new Error("index unreadable");
+        return value();
+      },
+      delays[answers % delays.length] ?? 0,
+    );
+  return { has: (_thread, id) => answer(() => ids.has(id)), close: () => undefined };
+}
+
+function chunks(all: string, size: number): AsyncIterable<string> {
+  return (async function* () {
+    for (let i = 0; i < all.length; i += size) yield await Promise.resolve(all.slice(i, i + size));
+  })();
+}
+
+const nc = {} as NatsConnection;
+
+describe("importLines with the worker's id index", () => {
+  it("publishes every valid line the index does not hold, in file order, at most a window at once", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(lineArb, { maxLength: 120 }),
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 120 }),
+        fc.integer({ min: 1, max: 12 }),
+        fc.integer({ min: 1, max: 400 }),
+        fc.array(fc.nat(2), { minLength: 1, maxLength: 7 }),
+        fc.option(fc.integer({ min: 1, max: 60 }), { nil: undefined }),
+        async (lines, held, window, chunkSize, delays, failAt) => {
+          const ids = new Set(
+            lines.flatMap((line, k) =>
+              line.kind === "message" && held[k % held.length]
+                ? [`${THREADS[line.thread] ?? ""}-m${line.i}`]
+                : [],
+            ),
+          );
+          const stream = fakeStream(delays);
+          const index = fakeIndex(ids, delays, failAt);
+          const result = await importLines({
+            nc,
+            names: DEFAULT_NAMES,
+            input: chunks(lines.map(text).join("\n"), chunkSize),
+            window,
+            applied: index,
+            publisher: stream.publisher,
+          });
+          const valid = lines.flatMap((line) =>
+            line.kind === "message" ? [`${THREADS[line.thread] ?? ""}-m${line.i}`] : [],
+          );
+          // Nothing is lost: each valid line is stored, or already was, or the worker has it.
+          expect(result.published + result.duplicates + result.applied).toBe(valid.length);
+          expect(result.lines).toBe(lines.length);
+          expect(result.blank + result.bad.length).toBe(lines.length - valid.length);
+          expect(result.bad.length).toBe(lines.filter((l) => l.kind === "bad").length);
+          expect(summarize(result, "f").includes(`, ${result.applied} already applied,`)).toBe(
+            result.applied > 0,
+          );
+          // Only ids the index holds are left out.
+          const left = valid.filter((id) => !stream.stored.includes(id));
+          for (const id of left) expect(ids.has(id)).toBe(true);
+          // In file order: the stored ids are the valid lines' in order, some left out.
+          let next = 0;
+          for (const id of stream.stored) {
+            next = valid.indexOf(id, next) + 1;
+            expect(next).toBeGreaterThan(0);
+          }
+          expect(stream.maxInFlight()).toBeLessThanOrEqual(window);
+          // An index that answers throughout leaves out exactly what it holds.
+          if (failAt === undefined) {
+            const fresh = valid.filter((id) => !ids.has(id));
+            expect(stream.stored).toEqual([...new Set(fresh)]);
+            expect(result.applied).toBe(valid.length - fresh.length);
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
