@@ -63,9 +63,8 @@ export class RetryLog {
     return new Retry(this, what, telling);
   }
 
-  /** `retry`'s attempt failed with `error`: it joins that error's cause, told if new or due. */
-  joined(retry: Retry, error: string, attempt: number, waitMs: number): Cause {
-    const key = causeKey(error);
+  /** `retry`'s attempt failed with `error` (cause `key`): it joins that cause, told if new or due. */
+  joined(retry: Retry, error: string, key: string, attempt: number, waitMs: number): Cause {
     const now = this.#now();
     let cause = this.#causes.get(key);
     const telling = cause?.telling ?? retry.telling;
@@ -122,8 +121,9 @@ class Retry implements RetryEntry {
 
   failed(err: unknown, attempt: number, waitMs: number): void {
     const error = errorText(err);
-    if (this.#cause && this.#cause.key !== causeKey(error)) this.#leave();
-    this.#cause = this.log.joined(this, error, attempt, waitMs);
+    const key = causeKey(error);
+    if (this.#cause && this.#cause.key !== key) this.#leave();
+    this.#cause = this.log.joined(this, error, key, attempt, waitMs);
   }
 
   ended(succeeded: boolean, attempts: number): void {
