@@ -74,18 +74,26 @@ function fakeStream(delays: number[]) {
 }
 
 /** The worker's id index holding `ids` (message ids), failing from its `failAt`th answer on. */
-function fakeIndex(ids: Set<string>, delays: number[], failAt?: number): AppliedIds {
+function fakeIndex(ids: Set<string>, delays: number[], failAt?: number) {
   let answers = 0;
+  let failures = 0;
   const answer = <T>(value: () => T): Promise<T> =>
     later(
       () => {
         answers += 1;
-        if (failAt !== undefined && answers >= failAt) throw new Error("index unreadable");
+        if (failAt !== undefined && answers >= failAt) {
+          failures += 1;
+          throw new Error("index unreadable");
+        }
         return value();
       },
       delays[answers % delays.length] ?? 0,
     );
-  return { has: (_thread, id) => answer(() => ids.has(id)), close: () => undefined };
+  const index: AppliedIds = {
+    has: (_thread, id) => answer(() => ids.has(id)),
+    close: () => undefined,
+  };
+  return { index, failures: () => failures };
 }
 
 function chunks(all: string, size: number): AsyncIterable<string> {
@@ -115,7 +123,8 @@ describe("importLines with the worker's id index", () => {
             ),
           );
           const stream = fakeStream(delays);
-          const index = fakeIndex(ids, delays, failAt);
+          const { index, failures } = fakeIndex(ids, delays, failAt);
+          const unchecked: string[] = [];
           const result = await importLines({
             nc,
             names: DEFAULT_NAMES,
@@ -123,6 +132,7 @@ describe("importLines with the worker's id index", () => {
             window,
             applied: index,
             publisher: stream.publisher,
+            onUnchecked: (reason) => unchecked.push(reason),
           });
           const valid = lines.flatMap((line) =>
             line.kind === "message" ? [`${THREADS[line.thread] ?? ""}-m${line.i}`] : [],
@@ -135,6 +145,8 @@ describe("importLines with the worker's id index", () => {
           expect(summarize(result, "f").includes(`, ${result.applied} already applied,`)).toBe(
             result.applied > 0,
           );
+          // A failing index is told once, and only then.
+          expect(unchecked).toEqual(failures() > 0 ? ["index unreadable"] : []);
           // Only ids the index holds are left out.
           const left = valid.filter((id) => !stream.stored.includes(id));
           for (const id of left) expect(ids.has(id)).toBe(true);

@@ -17,9 +17,9 @@ Publishes a JSONL file (or stdin with -) of message.created bodies, one per line
 platform does: to chat.<thread>.message.created with Nats-Msg-Id = the message id
 (docs/import.md). A line that is not a valid body is reported by its number and not published;
 the others are. Run it again after a failure or an interruption: a message the worker has
-applied is not published again (its id index holds it), one stored within the stream's duplicate
-window is not stored again, and the worker applies each message id of a thread once, however
-late it comes again.
+applied is not published again (its thread's snapshot or its id index says so), one stored
+within the stream's duplicate window is not stored again, and the worker applies each message
+id of a thread once, however late it comes again.
 
   --window N   publishes awaiting their acknowledgement at once (default 512)
 
@@ -33,7 +33,7 @@ export interface ImportResult {
   published: number;
   /** The stream had them already (same Nats-Msg-Id within its duplicate window). */
   duplicates: number;
-  /** Not published: the worker has applied their message ids (its id index holds them). */
+  /** Not published: the worker has applied their message ids (snapshot or id index). */
   applied: number;
   blank: number;
   /** Lines not published, with their numbers and why. */
@@ -57,6 +57,8 @@ export interface ImportOptions {
   progress?: ProgressOutput;
   /** Each bad line as it is found. */
   onBad?: (line: number, reason: string) => void;
+  /** `applied` could not be read: the lines from here on are published without asking it. */
+  onUnchecked?: (reason: string) => void;
   now?: () => number;
 }
 
@@ -148,8 +150,9 @@ export async function importLines(options: ImportOptions): Promise<ImportResult>
     if (!index) return false;
     try {
       return await index.has(thread, id);
-    } catch {
-      // The index unreadable: publish, as without it (the worker still applies each id once).
+    } catch (err) {
+      // Unreadable: publish, as without it (the worker still applies each id once).
+      if (applied) options.onUnchecked?.((err as Error).message);
       applied = undefined;
       return false;
     }
@@ -282,6 +285,10 @@ export const importCommand: Command = {
         onBad: (line, reason) =>
           process.stderr.write(
             `${process.stderr.isTTY ? "\r\x1b[K" : ""}line ${line}: ${reason}\n`,
+          ),
+        onUnchecked: (reason) =>
+          process.stderr.write(
+            `${process.stderr.isTTY ? "\r\x1b[K" : ""}could not read what the worker has applied (${reason}): the lines from here on are published without that check (each is still applied once)\n`,
           ),
       }).finally(() => applied?.close());
       for (const f of result.failed)
