@@ -1,5 +1,6 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import type { InfraNames } from "../services/config/names.ts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { openAppliedIds } from "../services/cli/applied-ids.ts";
 import { importLines, summarize } from "../services/cli/import.ts";
@@ -46,6 +47,19 @@ lines.splice(150, 0, bad[1] ?? "", "   ");
 lines.push(bad[2] ?? "");
 const file = `${lines.join("\r\n")}\n`;
 
+/** The thread worker on `names`, small settings, and a harness reading its snapshots. */
+async function startWorker(names: InfraNames) {
+  const worker = await startThreadWorker({
+    nc,
+    names,
+    settings: SMALL,
+    summarizer: new FakeSummarizer(),
+    log: quietLogger,
+    snapshotDelayMs: 20,
+  });
+  return { worker, h: await harness(nc, names) };
+}
+
 describe("outline import", () => {
   it("publishes the valid lines, reports each bad one by number, and applies nothing twice", async () => {
     const names = uniqueNames();
@@ -82,15 +96,7 @@ describe("outline import", () => {
 
     // After the window: what the worker applied is not published again; what it had not
     // (an import racing it) is stored again and applied once.
-    const worker = await startThreadWorker({
-      nc,
-      names,
-      settings: SMALL,
-      summarizer: new FakeSummarizer(),
-      log: quietLogger,
-      snapshotDelayMs: 20,
-    });
-    const h = await harness(nc, names);
+    const { worker, h } = await startWorker(names);
     try {
       const counted = async () =>
         (await Promise.all(THREADS.map((t) => readSnapshot(h, t)))).map((s) => s?.count ?? 0);
@@ -132,15 +138,7 @@ describe("outline import", () => {
     const { jsm } = await ensureTopology(nc, names);
     // No worker has run on these names: nothing to read, every line is published.
     expect(await openAppliedIds(nc, names)).toBeUndefined();
-    const worker = await startThreadWorker({
-      nc,
-      names,
-      settings: SMALL,
-      summarizer: new FakeSummarizer(),
-      log: quietLogger,
-      snapshotDelayMs: 20,
-    });
-    const h = await harness(nc, names);
+    const { worker, h } = await startWorker(names);
     // imp-a: 60 of its 100 messages applied, cut (its older ids in the index); imp-y: two short
     // messages, its tail the whole thread (ids in the snapshot only); imp-n: never seen.
     const old = messages.filter((m) => m.thread === "imp-a");
