@@ -1,7 +1,8 @@
 // The command line (issue 16): how long `outline --help` takes to start against a bare `node -e 0`
 // (the goal: at most max(0.3 s, 6× bare node)), and `outline import` of 20,000 messages against
 // a windowed loop of `jetstream().publish` (the plain way), both into a private nats-server in
-// the same run; then with the worker's id index there, a new file and the first one again. Each start is timed 10 times, alternating, and the medians compared.
+// the same run; then with the worker's id index there, a new file and the first one again. Each
+// start is timed 10 times, alternating, and the medians compared.
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";

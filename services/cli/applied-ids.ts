@@ -4,7 +4,7 @@ import type { InfraNames } from "../config/names.ts";
 import { DirectReader } from "../nats/direct-reader.ts";
 import { InboxRequests } from "../nats/inbox-requests.ts";
 import { kvStream, kvSubject, workerBucketNames } from "../thread-worker/buckets.ts";
-import { idKey } from "../thread-worker/id-index.ts";
+import { claimedSeq, idKey } from "../thread-worker/id-index.ts";
 
 /** Which message ids the worker has applied, as an import asks it (tests give fakes). */
 export interface AppliedIds {
@@ -17,7 +17,7 @@ export interface AppliedIds {
 interface Known {
   /** The tail's message ids: applied. */
   tail: Set<string>;
-  /** The tail is the whole thread (no cut yet): the id index holds none of its ids. */
+  /** The tail is the whole thread (isTailComplete, id-claims.ts): no ids in the index. */
   whole: boolean;
 }
 
@@ -81,7 +81,7 @@ export async function openAppliedIds(
       const entry = await reader.lastBySubject(streams.ids, kvSubject(ids, idKey(thread, id)));
       // As claimMessageId reads it: a delete marker or garbage is no claim (claimed again).
       if (!entry || entry.headers?.get("KV-Operation")) return false;
-      return Number.isSafeInteger(Number(decoder.decode(entry.data)));
+      return claimedSeq(entry.data) !== undefined;
     },
     close: () => requests.close(),
   };

@@ -42,13 +42,19 @@ export async function claimMessageId(
     if (!isWrongLastSequence(err)) throw err;
   }
   const entry = await kv.get(key);
-  const firstSeq = entry && entry.operation === "PUT" ? Number(decoder.decode(entry.value)) : NaN;
-  if (!Number.isSafeInteger(firstSeq)) {
+  const firstSeq = entry && entry.operation === "PUT" ? claimedSeq(entry.value) : undefined;
+  if (firstSeq === undefined) {
     // A delete marker (or garbage): claim it for this sequence.
     await kv.put(key, encoder.encode(String(seq)));
     return NEW_ID;
   }
   return firstSeq === seq ? NEW_ID : { type: "duplicate", firstSeq };
+}
+
+/** The CHAT sequence an index entry's value names; undefined for garbage (claimed again). */
+export function claimedSeq(value: Uint8Array): number | undefined {
+  const seq = Number(decoder.decode(value));
+  return Number.isSafeInteger(seq) ? seq : undefined;
 }
 
 /** The subject filter of every key `claimMessageId` writes for `thread` in bucket `idsBucket`. */
