@@ -1,8 +1,12 @@
 import { createActor } from "xstate";
 import { afterEach, describe, expect, it } from "vitest";
 import { threadMachine } from "../machines/thread.ts";
-import { actorFeedSubjects, type ActorTransition } from "../services/nats/actor-feed.ts";
-import { actorStates } from "../services/prompt-builder/explorer/actors.ts";
+import {
+  actorFeedSubjects,
+  type ActorStatesReply,
+  type ActorTransition,
+} from "../services/nats/actor-feed.ts";
+import { actorStates, STATES_QUIET_MS } from "../services/prompt-builder/explorer/actors.ts";
 import { startActorFeed, KEPT_TRANSITIONS } from "../services/thread-worker/actor-feed.ts";
 import { stateName } from "../machines/state-name.ts";
 import { parseSettings } from "../shared/settings.ts";
@@ -57,7 +61,7 @@ async function observed(thread: string) {
       message: makeMessage(thread, i, "word ".repeat(40)),
       seq: i + 1,
     });
-  return { nc, h, actor, values, counts, explorer, send };
+  return { nc, h, feed, actor, values, counts, explorer, send };
 }
 
 describe("the actor feed", () => {
@@ -147,5 +151,49 @@ describe("the actor feed", () => {
     );
     expect(report?.state).toBe("active.idle");
     expect(report?.transitions?.at(-1)).toMatchObject({ to: "active.idle", count: 30 });
+  });
+
+  it("stops waiting once every worker has answered, even for threads none holds", async () => {
+    // Single mode: the one worker answers "none of these", and no other answers after it.
+    const { h, feed: single, explorer } = await observed("feed-d");
+    let t0 = performance.now();
+    expect((await explorer.states(["nobody"], { waitMs: 15_000 })).size).toBe(0);
+    // Not the 15 s bound: the answer ended it.
+    expect(performance.now() - t0).toBeLessThan(5_000);
+
+    // Partitioned: two workers, each saying there are two; a thread held by the slower one.
+    const { nc: second } = await scope.setup("feed-d-second");
+    const slow = second.subscribe(actorFeedSubjects(h.names).states, {
+      callback: (_, msg) => {
+        const reply: ActorStatesReply = {
+          worker: "slow:1",
+          actors: [{ thread: "held-late", worker: "slow:1", state: "active.idle", since: 1 }],
+          workers: 2,
+        };
+        // Later than single mode's quiet time: found only because the count says to wait.
+        setTimeout(() => msg.respond(JSON.stringify(reply)), STATES_QUIET_MS * 4);
+      },
+    });
+    stops.push(() => slow.unsubscribe());
+    await second.flush();
+    const { nc: third } = await scope.setup("feed-d-third");
+    const feed = startActorFeed(third, h.names);
+    feed.countWorkers(() => 2);
+    stops.push(() => feed.stop());
+    await third.flush();
+    // The first feed (single mode, above) would answer too: stopped, so two answer in all.
+    single.stop();
+    t0 = performance.now();
+    const found = await explorer.states(["held-late", "nobody"], { waitMs: 15_000 });
+    expect([...found.keys()]).toEqual(["held-late"]);
+    expect(performance.now() - t0).toBeLessThan(5_000);
+
+    // A member the count names but that never answers: the wait runs to its bound.
+    feed.countWorkers(() => 3);
+    t0 = performance.now();
+    expect([...(await explorer.states(["held-late", "nobody"], { waitMs: 300 })).keys()]).toEqual([
+      "held-late",
+    ]);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(290);
   });
 });

@@ -36,6 +36,11 @@ export interface Membership {
   readonly id: string;
   /** Partitions this member holds, ascending. */
   owned(): number[];
+  /**
+   * Members heard from within the failover time at the last plan, this one and any leaving
+   * included: the workers that may hold threads now.
+   */
+  heard(): number;
   /** Drains and lets every partition go at once, then leaves the bucket. */
   leave(): Promise<void>;
   /** Crash simulation: stops heartbeating, lets nothing go. */
@@ -67,6 +72,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
   let seenRevision = 0;
   const holders = new Map<number, { member: string; revision: number }>();
   const owned = new Set<number>();
+  let heardCount = 1;
   /** Our leases' revisions, from our own writes. */
   const mine = new Map<number, number>();
   /** The newest revision known of each lease key, ours or seen in the watch. */
@@ -224,6 +230,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
       heartbeats.push({ id, at: now, ...(leaving ? { leaving: true } : {}) });
       heard.add(id);
     }
+    heardCount = heard.size;
     const live = liveMembers(heartbeats, now, failoverMs);
     // A member dead for a while leaves the bucket: the first live member by id removes it.
     if (live.map((m) => m.id).sort()[0] === id) {
@@ -359,6 +366,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
   return {
     id,
     owned: () => [...owned].sort((a, b) => a - b),
+    heard: () => heardCount,
     async leave() {
       if (stopped) return;
       leaving = true;

@@ -3,13 +3,13 @@ import type { InfraNames } from "../config/names.ts";
 /**
  * The actor feed: what thread workers tell the explorer (/ui/) about their thread actors, over
  * core NATS (nothing stored). A worker keeps each live actor's state and its last transitions;
- * it answers `states` requests for the threads it holds, and publishes each state change of a
+ * it answers every `states` request with those of its threads it holds, and publishes each state change of a
  * thread on `feed.<thread>` only while an explorer says, on `watch`, that it shows that thread.
  */
 export interface ActorFeedSubjects {
   /** `<apiPrefix>.actors.feed.<thread>`: one ActorTransition per state change (watched only). */
   feed(thread: string): string;
-  /** `<apiPrefix>.actors.states`: ActorStatesRequest → one ActorStatesReply per worker holding any. */
+  /** `<apiPrefix>.actors.states`: ActorStatesRequest → one ActorStatesReply per worker. */
   readonly states: string;
   /** `<apiPrefix>.actors.watch`: WatchNotice, repeated by the explorer while a page is open. */
   readonly watch: string;
@@ -60,7 +60,10 @@ export interface ActorStatesRequest {
 
 export interface ActorStatesReply {
   worker: string;
+  /** Those of the asked threads this worker holds live; empty if none. */
   actors: ActorReport[];
+  /** How many workers may hold threads, as this one's membership sees it (partitioned only). */
+  workers?: number;
 }
 
 export interface WatchNotice {

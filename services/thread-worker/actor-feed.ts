@@ -34,6 +34,11 @@ export interface ActorFeed {
    * inspection event is made per action and microstep, which the worker's actors skip this way.
    */
   report: (actor: object, snapshot: FedSnapshot, event: string) => void;
+  /**
+   * How many workers may hold threads (the live members, partitioned), told in every answer so
+   * the explorer stops waiting once each has answered. Unset (single mode): not told.
+   */
+  countWorkers(count: () => number): void;
   stop(): void;
 }
 
@@ -190,7 +195,9 @@ export function startActorFeed(
     }
   };
 
-  // Every worker hears a states request; only those holding one of its threads live answer.
+  let workers: (() => number) | undefined;
+  // Every worker hears a states request and answers, with no actors if it holds none of them:
+  // an explorer that knows how many workers there are ends its wait at the last answer.
   subscribe(subjects.states, (msg) => {
     if (!msg.reply) return;
     let transitions = false;
@@ -204,8 +211,11 @@ export function startActorFeed(
       const kept = byThread.get(thread);
       if (kept) actors.push(report(kept, transitions));
     }
-    if (actors.length === 0) return;
-    const reply: ActorStatesReply = { worker, actors };
+    const reply: ActorStatesReply = {
+      worker,
+      actors,
+      ...(workers === undefined ? {} : { workers: workers() }),
+    };
     msg.respond(JSON.stringify(reply));
   });
 
@@ -233,6 +243,9 @@ export function startActorFeed(
       observe(ref, event.snapshot, event.event.type, ref.sessionId);
     },
     report: (actor, snapshot, event) => observe(actor, snapshot, event, "?"),
+    countWorkers: (count) => {
+      workers = count;
+    },
     stop: () => {
       for (const sub of subs) sub.unsubscribe();
       subs.length = 0;

@@ -369,7 +369,10 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     summarizer: options.summarizer,
     log,
   });
-  if (membership) endpoint.answerAsMember(membership.id);
+  if (membership) {
+    endpoint.answerAsMember(membership.id);
+    actorFeed.countWorkers(() => membership.heard());
+  }
 
   let stopped = false;
   return {

@@ -33,8 +33,18 @@ async function join(
   const names = uniqueNames();
   nc = await connectNats({ url: nats.url, name: "member" });
   const js = jetstream(nc);
-  member = await joinCluster({
-    js: wrap(js),
+  member = await joinCluster(memberOptions(wrap(js), names, overrides));
+  return { m: member, names, js, nc };
+}
+
+/** A member of 2 partitions, failing over in 1 s, whose partitions open at once. */
+function memberOptions(
+  js: JetStreamClient,
+  names: InfraNames,
+  overrides: Partial<MembershipOptions>,
+): MembershipOptions {
+  return {
+    js,
     names,
     partitions: 2,
     replicas: 1,
@@ -44,8 +54,7 @@ async function join(
     acquire: () => Promise.resolve(),
     release: () => Promise.resolve(),
     ...overrides,
-  });
-  return { m: member, names, js, nc };
+  };
 }
 
 /** `js` whose first publish to a subject ending in `suffix` is stored, then reported failed. */
@@ -67,6 +76,19 @@ function losingFirstReply(js: JetStreamClient, suffix: string): JetStreamClient 
 }
 
 describe("a member taking its partitions", () => {
+  // What a worker tells the explorer (how many workers answer a states request).
+  it("counts the members it hears, until one falls silent", async () => {
+    const { m, names, js } = await join((js) => js, {});
+    const other = await joinCluster(memberOptions(js, names, {}));
+    try {
+      await waitFor("each to hear the other", () => m.heard() === 2 && other.heard() === 2);
+      other.abandon();
+      await waitFor("the silent one left out after the failover time", () => m.heard() === 1);
+    } finally {
+      other.abandon();
+    }
+  });
+
   // CI's case (b) of the cluster test hung so: the lease was stored, the member never read it.
   it("reads a partition whose lease reply was lost, and lets it go on leaving", async () => {
     const acquired: number[] = [];

@@ -11,6 +11,11 @@ import {
 
 /** How long a states request waits for workers: threads not answered by then are not live. */
 export const STATES_WAIT_MS = 250;
+/**
+ * Single mode (no worker says how many there are): the wait ends this long after the last
+ * answer, since another worker sharing the durable answers about as soon.
+ */
+export const STATES_QUIET_MS = 40;
 /** How often the explorer repeats its watch notice, and how long each holds. */
 export const WATCH_EVERY_MS = 5_000;
 const WATCH_TTL_MS = 3 * WATCH_EVERY_MS;
@@ -19,8 +24,9 @@ const WATCH_TTL_MS = 3 * WATCH_EVERY_MS;
 export interface ActorStates {
   /**
    * What workers say of these threads' live actors. A thread missing from the answer has no
-   * live actor (passivated, never loaded, or no worker runs); ends as soon as every thread has
-   * an answer, else after `waitMs`.
+   * live actor (passivated, never loaded, or no worker runs). Ends as soon as every thread has
+   * an answer or every worker has answered (partitioned: as many as they say there are; single
+   * mode: none more within STATES_QUIET_MS), else after `waitMs`.
    */
   states(
     threads: readonly string[],
@@ -71,23 +77,34 @@ export function actorStates(nc: NatsConnection, names: Pick<InfraNames, "apiPref
       const found = new Map<string, ActorReport>();
       if (wanted.size === 0 || nc.isClosed()) return found;
       const inbox = createInbox();
+      const answered = new Set<string>();
+      let workers = 0;
       await new Promise<void>((resolve) => {
+        let quiet: NodeJS.Timeout | undefined;
         const sub = nc.subscribe(inbox, {
           callback: (err, msg) => {
             if (err) return;
             const reply = parseReply(msg.data);
-            for (const report of reply?.actors ?? []) {
+            if (!reply) return;
+            answered.add(reply.worker);
+            if (typeof reply.workers === "number") workers = Math.max(workers, reply.workers);
+            for (const report of reply.actors) {
               if (!wanted.has(report.thread)) continue;
               // Two workers during a hand-over: the one that changed last is the owner now.
               const known = found.get(report.thread);
               if (!known || newest(report) >= newest(known)) found.set(report.thread, report);
             }
-            if (found.size === wanted.size) done();
+            if (found.size === wanted.size || (workers > 0 && answered.size >= workers)) done();
+            else if (workers === 0) {
+              clearTimeout(quiet);
+              quiet = setTimeout(done, STATES_QUIET_MS);
+            }
           },
         });
-        const wait = setTimeout(() => done(), options.waitMs ?? STATES_WAIT_MS);
+        const wait = setTimeout(done, options.waitMs ?? STATES_WAIT_MS);
         function done() {
           clearTimeout(wait);
+          clearTimeout(quiet);
           sub.unsubscribe();
           resolve();
         }
