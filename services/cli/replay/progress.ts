@@ -21,7 +21,8 @@ function duration(seconds: number): string {
 
 /**
  * Messages replayed, messages/s and ETA. On a TTY a bar redrawn at most 10 times a second;
- * otherwise a line at most every `everyMs` (logs stay readable) and one at the end.
+ * otherwise a line at most every `everyMs` (logs stay readable) and one at the end, unless the
+ * last line already said the same count.
  */
 export function createProgress(
   out: ProgressOutput,
@@ -34,6 +35,8 @@ export function createProgress(
   let expected = 0;
   let count = 0;
   let lastShown = -Infinity;
+  /** `count/expected` of the last line written: the end writes it again only on a TTY. */
+  let shown = "";
 
   const measure = (): { pct: number; rate: number; eta: string } => {
     const elapsed = Math.max((now() - started) / 1000, 1e-3);
@@ -46,7 +49,10 @@ export function createProgress(
   const show = (final: boolean): void => {
     const t = now();
     if (!final && t - lastShown < (tty ? 100 : everyMs)) return;
+    // A log needs no second line saying the same (a short run's first tick is also its last).
+    if (final && !tty && shown === `${count}/${expected}`) return;
     lastShown = t;
+    shown = `${count}/${expected}`;
     const { pct, rate, eta } = measure();
     const stats = `${count}/${expected} messages  ${rate} msg/s  ETA ${final ? "0s" : eta}`;
     if (tty) {
