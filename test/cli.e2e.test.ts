@@ -25,6 +25,7 @@ import {
   publishMessages,
   publishState,
   replayWithNodes,
+  storedMessages,
   uniqueNames,
 } from "./support/outline-fixture.ts";
 
@@ -319,16 +320,7 @@ describe("outline send from stdin, import, dead", () => {
       // the whole thread): not published at all.
       const { kv } = await ensureTopology(nc, names);
       await ensureWorkerBuckets(js, jsm, names);
-      const log: { message: Message; seq: number }[] = [];
-      for (let seq = 0; log.length < good.length;) {
-        const stored = await jsm.direct.getMessage(names.chatStream, {
-          next_by_subj: subjects(names).messageCreated(target),
-          seq: seq + 1,
-        });
-        if (!stored) throw new Error(`${target}: ${log.length} of ${good.length} messages stored`);
-        seq = stored.seq;
-        log.push({ message: messageCreatedSchema.parse(stored.json()), seq });
-      }
+      const log = await storedMessages(jsm, names, target, good.length);
       const young = replayWithNodes(target, DEFAULT_SETTINGS, log);
       expect(young.state).toMatchObject({ boundary: 0, complete: true });
       await publishState(js, kv, names, young.state, young.nodes);

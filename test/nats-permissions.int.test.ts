@@ -1,3 +1,4 @@
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +12,11 @@ import { ensureTopology, publishDeadLetter, subjects } from "../services/nats/to
 import { startNatsServer, type LocalNats } from "../services/start/nats-server.ts";
 import { forwardSearch } from "../services/prompt-builder/search-forward.ts";
 import { startSearchService } from "../services/search/service.ts";
+import { openAppliedIds } from "../services/cli/applied-ids.ts";
+import { ensureWorkerBuckets } from "../services/thread-worker/buckets.ts";
+import { DEFAULT_SETTINGS } from "../shared/settings.ts";
 import { makeMessage } from "./support/conversation.ts";
+import { publishState, replayWithNodes, storedMessages } from "./support/outline-fixture.ts";
 
 // nats/nats-server.conf is a deliverable: this runs a server with it and checks that each user
 // can do its job and nothing more, with the default names the file is written for.
@@ -169,6 +174,53 @@ describe("nats/nats-server.conf", () => {
     expect(await fails(js.publish(s.historyNode("t3", 0, 0), "x", { timeout: 1_000 }))).toBe(true);
     expect(await fails(js.publish(names.deadSubject, "x", { timeout: 1_000 }))).toBe(true);
     expect(await fails(jetstreamManager(nc).then((m) => m.streams.delete("CHAT")))).toBe(true);
+  });
+
+  it("lets the platform run `outline import`, which skips what the worker applied", async () => {
+    const worker = await as("thread-worker", passwords.OUTLINE_WORKER_PASSWORD);
+    const { js, jsm, kv } = await ensureTopology(worker, names);
+    await ensureWorkerBuckets(js, jsm, names);
+    const file = [0, 1, 2]
+      .map((i) => JSON.stringify(makeMessage("imp1", i, `line ${i}`)))
+      .join("\n");
+    /** The published bin as the platform user, the file on stdin. */
+    const importAsPlatform = () =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        const env: NodeJS.ProcessEnv = {
+          PATH: process.env.PATH,
+          NATS_URL: server.url,
+          NATS_USER: "platform",
+          NATS_PASSWORD: passwords.OUTLINE_PLATFORM_PASSWORD,
+        };
+        const child = execFile(
+          process.execPath,
+          ["services/cli/bin.js", "import", "-"],
+          { env, timeout: 60_000 },
+          (err, stdout, stderr) =>
+            resolve({ code: err ? Number(err.code ?? -1) : 0, stdout, stderr }),
+        );
+        child.stdin?.end(file);
+      });
+    const first = await importAsPlatform();
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toContain("3 lines: 3 published, 0 already stored, 0 bad");
+    // The worker's snapshot of the thread, young (every message in its tail).
+    const young = replayWithNodes(
+      "imp1",
+      DEFAULT_SETTINGS,
+      await storedMessages(jsm, names, "imp1", 3),
+    );
+    await publishState(js, kv, names, young.state, young.nodes);
+    const again = await importAsPlatform();
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).not.toContain("could not read what the worker has applied");
+    expect(again.stdout).toContain("0 published, 0 already stored, 3 already applied, 0 bad");
+
+    // A user who may not read the id index is told why its lines go unchecked.
+    const reasons: string[] = [];
+    const builder = await as("prompt-builder", passwords.OUTLINE_BUILDER_PASSWORD);
+    expect(await openAppliedIds(builder, names, (r) => reasons.push(r))).toBeUndefined();
+    expect(reasons).toEqual([expect.stringContaining("Permissions Violation")]);
   });
 
   it("refuses a wrong password with an error naming the credentials", async () => {

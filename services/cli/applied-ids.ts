@@ -1,4 +1,4 @@
-import { jetstreamManager } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { InfraNames } from "../config/names.ts";
 import { DirectReader } from "../nats/direct-reader.ts";
@@ -32,12 +32,13 @@ const decoder = new TextDecoder();
  * worker's id index (`<bucket>-ids`, id-index.ts), which holds every id of a thread once its
  * first cut took messages out of the tail. A thread with no snapshot is new for the rest of the
  * import; a snapshot behind the worker only lets a line be stored again (applied once).
- * Undefined when the buckets are not there (no worker has run on these names) or do not allow
- * direct gets.
+ * Undefined when the buckets are not there (no worker has run on these names), cannot be read
+ * (`onUnchecked` is told why) or do not allow direct gets.
  */
 export async function openAppliedIds(
   nc: NatsConnection,
   names: Pick<InfraNames, "kvBucket">,
+  onUnchecked: (reason: string) => void = () => undefined,
 ): Promise<AppliedIds | undefined> {
   const ids = workerBucketNames(names).ids;
   const streams = { snapshots: kvStream(names.kvBucket), ids: kvStream(ids) };
@@ -46,7 +47,10 @@ export async function openAppliedIds(
     for (const name of Object.values(streams)) {
       if (!(await jsm.streams.info(name)).config.allow_direct) return undefined;
     }
-  } catch {
+  } catch (err) {
+    // No bucket: nothing was applied. Anything else (a permission) is said: lines go unchecked.
+    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound))
+      onUnchecked((err as Error).message);
     return undefined;
   }
   const requests = new InboxRequests(nc);

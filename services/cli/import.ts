@@ -272,7 +272,11 @@ export const importCommand: Command = {
     return withSession(async ({ nc, config }) => {
       // Without the stream every publish would fail alike: say it once, before reading.
       await checkStream(nc, config.names.chatStream);
-      const applied = await openAppliedIds(nc, config.names);
+      const unchecked = (reason: string) =>
+        process.stderr.write(
+          `${process.stderr.isTTY ? "\r\x1b[K" : ""}could not read what the worker has applied (${reason}): the lines from here on are published without that check (each is still applied once)\n`,
+        );
+      const applied = await openAppliedIds(nc, config.names, unchecked);
       const result = await importLines({
         nc,
         names: config.names,
@@ -286,10 +290,7 @@ export const importCommand: Command = {
           process.stderr.write(
             `${process.stderr.isTTY ? "\r\x1b[K" : ""}line ${line}: ${reason}\n`,
           ),
-        onUnchecked: (reason) =>
-          process.stderr.write(
-            `${process.stderr.isTTY ? "\r\x1b[K" : ""}could not read what the worker has applied (${reason}): the lines from here on are published without that check (each is still applied once)\n`,
-          ),
+        onUnchecked: unchecked,
       }).finally(() => applied?.close());
       for (const f of result.failed)
         process.stderr.write(`line ${f.line}: not published: ${f.reason}\n`);

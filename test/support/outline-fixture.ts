@@ -1,8 +1,8 @@
-import type { JetStreamClient } from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import { cutToBytes, utf8Bytes } from "../../shared/bytes.ts";
 import { jobFor } from "../../shared/job-view.ts";
-import type { Message } from "../../shared/events.ts";
+import { messageCreatedSchema, type Message } from "../../shared/events.ts";
 import type { SummaryEvent } from "../../shared/history.ts";
 import type { CoreSettings } from "../../shared/settings.ts";
 import { toSnapshot } from "../../shared/snapshot.ts";
@@ -36,6 +36,26 @@ export async function publishMessages(
     out.push({ message, seq: ack.seq });
   }
   return out;
+}
+
+/** A thread's first `count` messages as CHAT stored them (published by others: an import). */
+export async function storedMessages(
+  jsm: JetStreamManager,
+  names: InfraNames,
+  thread: string,
+  count: number,
+): Promise<{ message: Message; seq: number }[]> {
+  const log: { message: Message; seq: number }[] = [];
+  for (let seq = 0; log.length < count;) {
+    const stored = await jsm.direct.getMessage(names.chatStream, {
+      next_by_subj: subjects(names).messageCreated(thread),
+      seq: seq + 1,
+    });
+    if (!stored) throw new Error(`${thread}: ${log.length} of ${count} messages stored`);
+    seq = stored.seq;
+    log.push({ message: messageCreatedSchema.parse(stored.json()), seq });
+  }
+  return log;
 }
 
 /**
