@@ -1,5 +1,5 @@
 import { execFile, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
@@ -55,6 +55,23 @@ function outline(...args: string[]): Promise<Run> {
       process.execPath,
       ["services/cli/bin.js", ...args],
       { env, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === "number" ? err.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+/** As `outline`, run in `cwd` with NATS_URL unset (as a person in a terminal would). */
+function outlineIn(cwd: string, ...args: string[]): Promise<Run> {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...namesToEnv(names) };
+  delete env.NATS_URL;
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [join(process.cwd(), "services/cli/bin.js"), ...args],
+      { env, cwd, timeout: 60_000 },
       (err, stdout, stderr) => {
         const code = err ? (typeof err.code === "number" ? err.code : -1) : 0;
         resolve({ code, stdout, stderr });
@@ -224,6 +241,32 @@ describe("outline send", () => {
     const badRole = await outline("send", target, "x", "--role", "boss");
     expect(badRole.code).toBe(2);
     expect(badRole.stderr).toContain("role");
+  });
+});
+
+describe("which nats-server the CLI asks", () => {
+  it("a running start's, from a folder below it; else the default, and says so", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "outline-cli-url-"));
+    try {
+      const deep = join(dir, "docs", "notes");
+      mkdirSync(deep, { recursive: true });
+      // Whatever answers on the default port (a server of another project, or none): the
+      // command fails, and says which server it asked.
+      const lost = await outlineIn(deep, "outline", "cli-nowhere");
+      expect(lost.code).toBe(1);
+      expect(lost.stderr).toContain(
+        "asked the nats-server at nats://127.0.0.1:4222 (the default: NATS_URL is unset",
+      );
+      // `npm start` writes its server's URL to .data/nats.url in its folder.
+      mkdirSync(join(dir, ".data"));
+      writeFileSync(join(dir, ".data", "nats.url"), `${process.env.NATS_URL ?? ""}\n`);
+      const found = await outlineIn(deep, "outline", thread);
+      expect(found.code, found.stderr).toBe(0);
+      expect(found.stdout).toContain(`thread ${thread}`);
+      expect(found.stderr).toBe("");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

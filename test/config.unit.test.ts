@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -6,6 +6,7 @@ import { SettingsError } from "../shared/errors.ts";
 import { DEFAULT_SETTINGS } from "../shared/settings.ts";
 import { loadSettings } from "../services/config/load.ts";
 import { DEFAULT_NAMES } from "../services/config/names.ts";
+import { DEFAULT_NATS_URL, natsUrlSource } from "../services/config/nats-url.ts";
 
 let dir: string;
 beforeEach(() => {
@@ -202,5 +203,31 @@ describe("loadSettings", () => {
       expect(err.setting).toBe("OUTLINE_PARTITIONS");
       expect(err.message).toContain("partition(N,1)");
     }
+  });
+});
+
+describe("natsUrlSource", () => {
+  const unset = { settings: { natsUrl: undefined } };
+  const startedIn = (folder: string, url: string): string => {
+    mkdirSync(join(folder, ".data"), { recursive: true });
+    return writeJson(join(folder.slice(dir.length), ".data", "nats.url"), `${url}\n`);
+  };
+
+  it("finds a running start's server from its folder or any folder below it, nearest first", () => {
+    const deep = join(dir, "a", "b", "c");
+    mkdirSync(deep, { recursive: true });
+    const outer = startedIn(dir, "nats://127.0.0.1:5001");
+    expect(natsUrlSource(unset, deep)).toEqual({ url: "nats://127.0.0.1:5001", from: outer });
+    const inner = startedIn(join(dir, "a"), "nats://127.0.0.1:5002");
+    expect(natsUrlSource(unset, deep)).toEqual({ url: "nats://127.0.0.1:5002", from: inner });
+    expect(natsUrlSource(unset, dir)).toEqual({ url: "nats://127.0.0.1:5001", from: outer });
+  });
+
+  it("prefers NATS_URL, and says when it fell back to the default", () => {
+    startedIn(dir, "nats://127.0.0.1:5001");
+    const set = { settings: { natsUrl: "nats://elsewhere:4222" } };
+    expect(natsUrlSource(set, dir)).toEqual({ url: "nats://elsewhere:4222", from: "setting" });
+    rmSync(join(dir, ".data"), { recursive: true });
+    expect(natsUrlSource(unset, dir)).toEqual({ url: DEFAULT_NATS_URL, from: "default" });
   });
 });

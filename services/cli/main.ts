@@ -16,7 +16,8 @@ const usage = () =>
     ...COMMANDS.map((c) => `  ${c.name.padEnd(10)}${c.summary}`),
     "",
     "Each command takes --help. Settings come from the environment and the config file, as for",
-    "the services; NATS_URL says where NATS is (default nats://127.0.0.1:4222, as 'npm start').",
+    "the services; NATS_URL says where NATS is (unset: the server of an 'npm start' running in",
+    "this folder or one above, else nats://127.0.0.1:4222).",
   ].join("\n");
 
 const out: Output = {

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import type { Config } from "./load.ts";
 
 /** Where a nats-server usually is when nothing says otherwise. */
@@ -21,13 +21,36 @@ export function removeLocalNatsUrl(dataDir: string): void {
   rmSync(join(dataDir, LOCAL_URL_FILE), { force: true });
 }
 
-/** NATS_URL (or the config file), else a running `npm start`'s server, else the default. */
-export function natsUrlOf(config: Pick<Config, "settings">, cwd = process.cwd()): string {
-  if (config.settings.natsUrl !== undefined) return config.settings.natsUrl;
-  const file = localUrlFile(cwd);
-  if (existsSync(file)) {
-    const url = readFileSync(file, "utf8").trim();
-    if (url) return url;
+/** A URL and where it was found: NATS_URL (or the config file), a `.data/nats.url`, or neither. */
+export interface NatsUrlSource {
+  url: string;
+  /** `setting`, the file's path, or `default`. */
+  from: string;
+}
+
+/**
+ * NATS_URL (or the config file), else a running `npm start`'s server (its `.data/nats.url` in
+ * this folder or the nearest one above, as git finds its `.git`), else the default.
+ */
+export function natsUrlSource(
+  config: { settings: Pick<Config["settings"], "natsUrl"> },
+  cwd = process.cwd(),
+): NatsUrlSource {
+  if (config.settings.natsUrl !== undefined)
+    return { url: config.settings.natsUrl, from: "setting" };
+  for (let dir = resolve(cwd); ; dir = dirname(dir)) {
+    const file = localUrlFile(dir);
+    if (existsSync(file)) {
+      const url = readFileSync(file, "utf8").trim();
+      if (url) return { url, from: file };
+    }
+    if (dirname(dir) === dir) return { url: DEFAULT_NATS_URL, from: "default" };
   }
-  return DEFAULT_NATS_URL;
+}
+
+export function natsUrlOf(
+  config: { settings: Pick<Config["settings"], "natsUrl"> },
+  cwd = process.cwd(),
+): string {
+  return natsUrlSource(config, cwd).url;
 }
