@@ -72,7 +72,9 @@ export function resolveZoom(scope: ZoomScope, args: ZoomArgs): ZoomTarget {
   if (args.id >= scope.boundary) {
     throw new ZoomError(
       "ID_PAST_OUTLINE",
-      `id ${args.id} is past the outline, which covers messages 0 to ${scope.boundary - 1}; messages from ${scope.boundary} on are whole in the prompt (zoom(id, 1) reads one)`,
+      scope.boundary === 0
+        ? `id ${args.id} is past the outline, which is empty (the thread was never cut): every message is whole in the prompt (zoom(id, 1) reads one)`
+        : `id ${args.id} is past the outline, which covers messages 0 to ${scope.boundary - 1}; messages from ${scope.boundary} on are whole in the prompt (zoom(id, 1) reads one)`,
     );
   }
   const line = lineCovering(scope.outline, args.id);

@@ -155,9 +155,11 @@ describe("the system as processes", () => {
       `/threads/${B}/outline`,
       `/threads/${B}/zoom?id=0&n=1`,
     ]) {
-      const { status, body } = await get<{ error: { code: string } }>(path);
+      const { status, body } = await get<{ error: { code: string; message: string } }>(path);
       expect(status, path).toBe(404);
       expect(body.error.code).toBe("THREAD_NOT_FOUND");
+      // Not only "publish a message to it first": that one would be dead-lettered.
+      expect(body.error.message).toContain("a deleted thread's id takes no new messages");
     }
     expect((await get<PromptBody>(`/threads/${A}/prompt?agent=north`)).status).toBe(200);
   });

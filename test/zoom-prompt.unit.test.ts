@@ -15,9 +15,9 @@ const ref = (id: number, n: number): NodeRef => ({ level: Math.log2(n), index: i
 // Outline 0+8 8+4 12+1, boundary 13, 20 messages in all.
 const scope = { outline: [ref(0, 8), ref(8, 4), ref(12, 1)], boundary: 13, count: 20 };
 
-function zoomError(args: Parameters<typeof resolveZoom>[1]): ZoomError {
+function zoomError(args: Parameters<typeof resolveZoom>[1], over = scope): ZoomError {
   try {
-    resolveZoom(scope, args);
+    resolveZoom(over, args);
   } catch (e) {
     if (e instanceof ZoomError) return e;
     throw e;
@@ -59,6 +59,11 @@ describe("zoom resolution", () => {
     expect(notMultiple.message).toMatch(/6 is not a multiple of 4.*id=4/);
     expect(zoomError({ id: 20, n: 1 }).code).toBe("ID_PAST_END");
     expect(zoomError({ id: 16, n: 2 }).code).toBe("ID_PAST_OUTLINE");
+    expect(zoomError({ id: 16, n: 2 }).message).toContain("covers messages 0 to 12");
+    // A thread never cut has no outline: said so, not as "messages 0 to -1".
+    const uncut = zoomError({ id: 0, n: 2 }, { outline: [], boundary: 0, count: 3 });
+    expect(uncut.code).toBe("ID_PAST_OUTLINE");
+    expect(uncut.message).toContain("the outline, which is empty (the thread was never cut)");
     expect(zoomError({ id: 0, n: 16 }).code).toBe("NO_SUCH_LINE");
     expect(zoomError({ id: -1, n: 1 }).code).toBe("BAD_ID");
     expect(zoomError({ id: 0, n: 2, offset: 5 }).code).toBe("PAGE_ON_LINE");

@@ -50,7 +50,7 @@ export const prompt: Command = {
       }
       const s = reply.stats;
       out.line(
-        `── ${reply.messages.length} messages; outline ${s.lines} lines, ${s.outlineBytes} bytes; tail ≈${s.tailTokens} tokens; ${s.newerThanSnapshot} newer than the snapshot ──`,
+        `── ${reply.messages.length} message${reply.messages.length === 1 ? "" : "s"}; outline ${s.lines} lines, ${s.outlineBytes} bytes; tail ≈${s.tailTokens} tokens; ${s.newerThanSnapshot} newer than the snapshot ──`,
       );
       return 0;
     });

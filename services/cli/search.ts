@@ -7,7 +7,7 @@ import { withSession } from "./session.ts";
 const USAGE = `usage: outline search <thread> <text> [--before ID] [--limit N] [--json]
 
 Finds the thread's original messages that contain <text> (plain text, any case), newest first,
-through a running search service (HISTORY_SEARCH=on; npm start runs one). Each hit shows its id
+through a running search service (npm start runs one when HISTORY_SEARCH=on). Each hit shows its id
 (zoom(id, 1) reads it), the outline line that holds it (or 'whole' in the tail), and a snippet.
 
   --before ID   only messages before this id (the 'older hits' id a page ends with)

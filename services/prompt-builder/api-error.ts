@@ -26,5 +26,5 @@ export const notFound = (thread: string): ApiError =>
   new ApiError(
     404,
     "THREAD_NOT_FOUND",
-    `thread '${thread}' has no outline and no messages: check the thread id, or publish a message to it first`,
+    `thread '${thread}' has no outline and no messages: check the thread id, or publish a message to it first (unless it was deleted: a deleted thread's id takes no new messages)`,
   );
