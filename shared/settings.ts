@@ -82,7 +82,7 @@ function positiveInt(variable: string, raw: string, min: number, max: number): n
   if (!/^\d+$/.test(trimmed)) {
     throw new SettingsError(
       variable,
-      `'${raw}' is not a whole number; write e.g. ${variable}=${min}`,
+      `'${raw}' is not a whole number from ${min} to ${max}; write e.g. ${variable}=${min}`,
     );
   }
   const value = Number(trimmed);

@@ -68,6 +68,10 @@ describe("settings", () => {
       /extractive.*openai\/<model>/,
     );
     expect(settingsError({ HISTORY_CONCURRENCY: "0" }).setting).toBe("HISTORY_CONCURRENCY");
+    // A negative number is a whole number: the message gives the range it is outside.
+    expect(settingsError({ HISTORY_CONCURRENCY: "-1" }).message).toMatch(
+      /^HISTORY_CONCURRENCY: '-1' is not a whole number from 1 to \d+/,
+    );
     expect(settingsError({ HISTORY_GROUP: "0" }).message).toMatch(
       /^HISTORY_GROUP: 0 is out of range; use a number from 1 to 64/,
     );
