@@ -94,6 +94,11 @@ export const send: Command = {
     // The fields are checked before anything is read (a bad --role fails at once).
     message(fields, "", "check");
     return withSession(async (session) => {
+      // At a terminal a forgotten <text> would look like a hang.
+      if (process.stdin.isTTY)
+        process.stderr.write(
+          `outline send: no <text>, so each line typed is one message to '${thread}'; Ctrl-D ends\n`,
+        );
       for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
         if (line.trim() === "") continue;
         await publish(session, message(fields, line, `cli-${randomUUID()}`), out);
