@@ -1,6 +1,7 @@
 import { parse } from "./args.ts";
 import type { Command } from "./command.ts";
 import { withSession } from "./session.ts";
+import { failoverMsOf } from "../cluster/membership.ts";
 import { clusterTable, clusterView } from "../cluster/view.ts";
 
 const USAGE = `usage: outline cluster [--json]
@@ -17,7 +18,7 @@ export const cluster: Command = {
     const args = parse(argv, { json: { type: "boolean" } }, 0);
     if (args.help) return out.help(USAGE);
     return withSession(async ({ nc, config }) => {
-      const answer = await clusterView(nc, config.names)();
+      const answer = await clusterView(nc, config.names, failoverMsOf(config.values))();
       if (args.values.json === true) out.line(JSON.stringify(answer, null, 2));
       else for (const line of clusterTable(answer)) out.line(line);
       return 0;

@@ -5,6 +5,7 @@ import type { KvWatchEntry } from "@nats-io/kv";
 import type { QueuedIterator } from "@nats-io/transport-node";
 import { liveMembers, planLeases, type Heartbeat, type LeasePlan } from "../../shared/ownership.ts";
 import type { InfraNames } from "../config/names.ts";
+import { wholeSetting, type SettingValues } from "../config/whole-setting.ts";
 import { checkLayout, leaseKey, memberKey, openClusterBucket, type MemberInfo } from "./bucket.ts";
 
 /**
@@ -13,6 +14,20 @@ import { checkLayout, leaseKey, memberKey, openClusterBucket, type MemberInfo } 
  * (docs/scale-out.md), so 3,000 keeps the 10 s bound there.
  */
 export const DEFAULT_FAILOVER_MS = 3_000;
+
+/**
+ * OUTLINE_FAILOVER_MS, undefined when unset (DEFAULT_FAILOVER_MS). Read by the worker and by
+ * the views of the cluster (`GET /cluster`, `outline cluster`), which judge liveness alike.
+ */
+export function failoverMsOf(values: SettingValues): number | undefined {
+  return wholeSetting(
+    values,
+    "OUTLINE_FAILOVER_MS",
+    200,
+    "whole milliseconds",
+    DEFAULT_FAILOVER_MS,
+  );
+}
 
 export interface MembershipOptions {
   js: JetStreamClient;

@@ -1,4 +1,5 @@
 import { clusterView, serveCluster } from "../cluster/view.ts";
+import { failoverMsOf } from "../cluster/membership.ts";
 import { loadSettings } from "../config/load.ts";
 import { connectNats, redactUrl } from "../nats/connect.ts";
 import { ensureTopology } from "../nats/topology.ts";
@@ -57,7 +58,7 @@ async function main(): Promise<void> {
       ? async (raw) => JSON.parse(new TextDecoder().decode(await search(raw))) as unknown
       : undefined,
   });
-  const cluster = clusterView(nc, config.names);
+  const cluster = clusterView(nc, config.names, failoverMsOf(config.values));
   const clusterApi = serveCluster(nc, config.names, cluster, log);
   const server = createHttpServer({
     operations,

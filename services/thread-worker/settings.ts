@@ -1,4 +1,6 @@
 import { SettingsError } from "../../shared/errors.ts";
+import { failoverMsOf } from "../cluster/membership.ts";
+import { wholeSetting, type SettingValues } from "../config/whole-setting.ts";
 import {
   DEFAULT_ACK_WAIT_MS,
   DEFAULT_BACKLOG_LIMIT,
@@ -19,37 +21,17 @@ export interface WorkerSettings {
   capacity?: number;
 }
 
-type Values = Readonly<Record<string, string | undefined>>;
-
-/** A whole number ≥ `min` from an OUTLINE_* variable; a bad value stops the start naming it. */
-function whole(
-  values: Values,
-  variable: string,
-  min: number,
-  unit: string,
-  example: number,
-): number | undefined {
-  const raw = values[variable]?.trim();
-  if (!raw) return undefined;
-  if (!/^\d+$/.test(raw) || Number(raw) < min) {
-    throw new SettingsError(
-      variable,
-      `'${raw}' is not ${unit} ≥ ${min}; write e.g. ${variable}=${example}`,
-    );
-  }
-  return Number(raw);
-}
-
-export function workerSettings(values: Values): WorkerSettings {
+export function workerSettings(values: SettingValues): WorkerSettings {
   const idleMs =
-    whole(values, "OUTLINE_IDLE_MS", 10, "whole milliseconds", DEFAULT_IDLE_MS) ?? DEFAULT_IDLE_MS;
+    wholeSetting(values, "OUTLINE_IDLE_MS", 10, "whole milliseconds", DEFAULT_IDLE_MS) ??
+    DEFAULT_IDLE_MS;
   const ackWaitMs =
-    whole(values, "OUTLINE_ACK_WAIT_MS", 10, "whole milliseconds", DEFAULT_ACK_WAIT_MS) ??
+    wholeSetting(values, "OUTLINE_ACK_WAIT_MS", 10, "whole milliseconds", DEFAULT_ACK_WAIT_MS) ??
     DEFAULT_ACK_WAIT_MS;
   const backlogLimit =
-    whole(values, "OUTLINE_BACKLOG_LIMIT", 1, "a whole number", DEFAULT_BACKLOG_LIMIT) ??
+    wholeSetting(values, "OUTLINE_BACKLOG_LIMIT", 1, "a whole number", DEFAULT_BACKLOG_LIMIT) ??
     DEFAULT_BACKLOG_LIMIT;
-  const saveLingerMs = whole(
+  const saveLingerMs = wholeSetting(
     values,
     "OUTLINE_SAVE_LINGER_MS",
     0,
@@ -63,8 +45,8 @@ export function workerSettings(values: Values): WorkerSettings {
       `${saveLingerMs} ms is more than a tenth of the ack wait (${ackWaitMs} ms); write at most ${Math.floor(ackWaitMs / 10)} (default ${Math.min(DEFAULT_SAVE_LINGER_MS, ackWaitMs / 10)}), or raise OUTLINE_ACK_WAIT_MS`,
     );
   }
-  const failoverMs = whole(values, "OUTLINE_FAILOVER_MS", 200, "whole milliseconds", 3_000);
-  const capacity = whole(values, "OUTLINE_CAPACITY", 1, "a whole number", 1);
+  const failoverMs = failoverMsOf(values);
+  const capacity = wholeSetting(values, "OUTLINE_CAPACITY", 1, "a whole number", 1);
   return {
     idleMs,
     ackWaitMs,

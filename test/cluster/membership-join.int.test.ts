@@ -1,14 +1,16 @@
+import { execFile } from "node:child_process";
 import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { openClusterBucket, readCluster } from "../../services/cluster/bucket.ts";
+import type { ClusterAnswer } from "../../services/cluster/view.ts";
 import {
   joinCluster,
   type Membership,
   type MembershipOptions,
 } from "../../services/cluster/membership.ts";
 import { connectNats } from "../../services/nats/connect.ts";
-import type { InfraNames } from "../../services/config/names.ts";
+import { namesToEnv, type InfraNames } from "../../services/config/names.ts";
 import { faultScope, startOwnNats } from "../faults/support.ts";
 import { uniqueNames, waitFor } from "../support/thread-worker.ts";
 
@@ -128,6 +130,33 @@ describe("a member taking its partitions", () => {
 
   // CI's case (d): a joining member opened its consumers for over the failover time without a
   // heartbeat, and another member took its partitions over as from the dead.
+  // An operator who raised OUTLINE_FAILOVER_MS must not see a live member shown dead.
+  it("is shown live by `outline cluster` for as long as OUTLINE_FAILOVER_MS says", async () => {
+    const { m, names } = await join((js) => js, {});
+    await waitFor("its first heartbeat", () => m.owned().length === 2);
+    m.abandon();
+    await new Promise((r) => setTimeout(r, 600));
+    const shown = async (failoverMs: string) => {
+      const env = {
+        ...process.env,
+        ...namesToEnv(names),
+        NATS_URL: scope.nats?.url,
+        OUTLINE_FAILOVER_MS: failoverMs,
+      };
+      const stdout = await new Promise<string>((resolve, reject) =>
+        execFile(
+          process.execPath,
+          ["services/cli/bin.js", "cluster", "--json"],
+          { env, timeout: 60_000 },
+          (err, out) => (err ? reject(new Error(err.message)) : resolve(out)),
+        ),
+      );
+      return (JSON.parse(stdout) as ClusterAnswer).members.map((x) => [x.id, x.live]);
+    };
+    expect(await shown("600000")).toEqual([[m.id, true]]);
+    expect(await shown("200")).toEqual([[m.id, false]]);
+  });
+
   it("beats while its first partitions open, however long that takes", async () => {
     let opened: () => void = () => undefined;
     const opening = new Promise<void>((resolve) => (opened = resolve));
