@@ -5,7 +5,9 @@ import {
   type JetStreamClient,
   type JetStreamManager,
 } from "@nats-io/jetstream";
-import { nanos } from "@nats-io/transport-node";
+import { nanos, type NatsConnection } from "@nats-io/transport-node";
+import { clusterBucket } from "../cluster/bucket.ts";
+import { clusterView } from "../cluster/view.ts";
 import type { InfraNames } from "../config/names.ts";
 import { notFound } from "./partitions.ts";
 
@@ -43,6 +45,29 @@ async function ensureConsumer(
     max_ack_pending: maxAckPending,
     max_deliver: -1,
   });
+}
+
+/**
+ * A single-mode worker reads every thread: beside live partitioned members it would fight them
+ * for threads (each write fenced, each thread given up and taken back) while GET /cluster does not
+ * show it. Refused at start; once they have stopped (a rollback) it starts.
+ */
+export async function refuseBesideMembers(
+  nc: NatsConnection,
+  names: InfraNames,
+  failoverMs: number | undefined,
+): Promise<void> {
+  const view = await clusterView(nc, names, failoverMs)();
+  const live = view.members.filter((m) => m.live);
+  if (live.length === 0) return;
+  throw new Error(
+    `OUTLINE_PARTITIONS is unset, but ${live.length} member(s) of a partitioned cluster are running on these streams (${live
+      .map((m) => m.id)
+      .join(
+        ", ",
+      )}; ${view.partitions} partitions, bucket ${clusterBucket(names)}): a worker in single mode would read their threads too. ` +
+      `Set OUTLINE_PARTITIONS=${view.partitions} to join them, or stop them first (docs/scale-out.md)`,
+  );
 }
 
 /**

@@ -30,7 +30,7 @@ import { NextTurn } from "./next-turn.ts";
 import { DEFAULT_JOB_TIMING, type JobTiming } from "./summary-jobs.ts";
 import type { Membership } from "../cluster/membership.ts";
 import { holdPartitions } from "./held-partitions.ts";
-import { consumeSingle } from "./single-consumer.ts";
+import { consumeSingle, refuseBesideMembers } from "./single-consumer.ts";
 import type { WorkerContext } from "./worker-context.ts";
 
 export interface ThreadWorkerOptions {
@@ -183,6 +183,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   // and closed by the membership below.
   let messages: ConsumerMessages | undefined;
   if (partitions === undefined) {
+    await refuseBesideMembers(nc, names, options.failoverMs);
     const single = await consumeSingle(js, jsm, names, ackWaitMs, maxAckPending);
     const limit = single.ackLimit > 0 ? single.ackLimit : Number.POSITIVE_INFINITY;
     ctx.deliveries.crowdAt(options.saveAtHeld ?? Math.ceil(limit * 0.9), limit);

@@ -11,8 +11,11 @@ import {
 } from "../../services/cluster/membership.ts";
 import { connectNats } from "../../services/nats/connect.ts";
 import { namesToEnv, type InfraNames } from "../../services/config/names.ts";
+import { ensureTopology } from "../../services/nats/topology.ts";
+import { quietLogger } from "../../services/thread-worker/log.ts";
+import { startThreadWorker } from "../../services/thread-worker/worker.ts";
 import { faultScope, startOwnNats } from "../faults/support.ts";
-import { uniqueNames, waitFor } from "../support/thread-worker.ts";
+import { FakeSummarizer, SMALL, uniqueNames, waitFor } from "../support/thread-worker.ts";
 
 // A member taking its partitions on a loaded cluster: a lease's reply can be lost after the
 // write was stored, and opening the partitions' consumers can outlast the failover time.
@@ -155,6 +158,34 @@ describe("a member taking its partitions", () => {
     };
     expect(await shown("600000")).toEqual([[m.id, true]]);
     expect(await shown("200")).toEqual([[m.id, false]]);
+  });
+
+  // An instance started without OUTLINE_PARTITIONS beside a partitioned cluster read every
+  // thread, fought the members over them, and was not shown in GET /cluster.
+  it("keeps a worker in single mode from starting beside live members", async () => {
+    const { m, names, nc } = await join((js) => js, {});
+    await waitFor("its first heartbeat", () => m.owned().length === 2);
+    await ensureTopology(nc, names);
+    const start = () =>
+      startThreadWorker({
+        nc,
+        names,
+        settings: SMALL,
+        summarizer: new FakeSummarizer(),
+        log: quietLogger,
+        failoverMs: 1_000,
+      });
+    const refused = await start().then(
+      () => undefined,
+      (err: unknown) => err as Error,
+    );
+    expect(refused?.message).toContain("OUTLINE_PARTITIONS is unset, but 1 member(s)");
+    expect(refused?.message).toContain(`${m.id}; 2 partitions`);
+    expect(refused?.message).toContain("Set OUTLINE_PARTITIONS=2");
+    // Once they have stopped (a rollback to single mode), it starts.
+    await m.leave();
+    const worker = await start();
+    await worker.stop();
   });
 
   it("beats while its first partitions open, however long that takes", async () => {
