@@ -339,6 +339,11 @@ describe("outline replay", () => {
     const neither = await replay([]);
     expect(neither.code).toBe(2);
     expect(neither.stderr).toContain("--thread T for one, or --all");
+    // Refused before anything is read, not after the whole rebuild.
+    const badInto = await replay(["--all", "--into", "bad bucket"]);
+    expect(badInto.code).toBe(2);
+    expect(badInto.stderr).toContain("--into 'bad bucket' is not a bucket name");
+    expect(badInto.stderr).not.toContain("msg/s");
   });
 
   it("on a TTY the progress is a redrawn bar with messages/s and ETA", async () => {

@@ -134,6 +134,7 @@ describe("runStart", () => {
     expect(await done).toBe(0);
     const text = lines.join("\n");
     expect(text).toContain("outline is running");
+    expect(text).toContain("outline: SIGINT: draining the services, then stopping NATS…");
     expect(text).toContain(`HTTP API:      http://127.0.0.1:${port}`);
     expect(text).toContain(`explorer:      http://127.0.0.1:${port}/ui/`);
     expect(text).toContain("npx outline send <thread> <text>");
@@ -175,17 +176,23 @@ describe("runStart", () => {
   it("uses NATS_URL when set instead of starting a server", async () => {
     writeFileSync(join(dir, "worker.mjs"), worker);
     const { control, stop } = controllable();
+    const lines: string[] = [];
     const code = await runStart(
       {
         services: [{ name: "worker", entry: "worker.mjs" }],
         env: { ...process.env, NATS_URL: "nats://127.0.0.1:4999" },
         cwd: dir,
-        out: (line) => line.startsWith("  stop:") && stopOnceWorkerIsUp(() => stop("SIGTERM")),
+        out: (line) => {
+          lines.push(line);
+          if (line.startsWith("  stop:")) stopOnceWorkerIsUp(() => stop("SIGTERM"));
+        },
         err: () => {},
       },
       control,
     );
     expect(code).toBe(0);
+    // The server is not ours: the stop does not claim to stop it.
+    expect(lines).toContain("outline: SIGTERM: draining the services…");
     expect(readFileSync(join(dir, "worker.env"), "utf8")).toMatch(/^nats:\/\/127\.0\.0\.1:4999\n/);
     expect(existsSync(join(dir, ".data"))).toBe(false);
   });

@@ -61,6 +61,8 @@ export const MAX_PARTITIONS = 4096;
 // JetStream stream, consumer and bucket names become subject tokens of the $JS API, so the
 // server rejects '.', '*', '>' and whitespace; we keep to a portable subset.
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** Whether a stream, consumer or bucket name is one we accept (1–64 of A-Z, a-z, 0-9, _ or -). */
+export const isValidName = (name: string): boolean => NAME.test(name);
 // A literal subject: dot-separated tokens without wildcards.
 const SUBJECT = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 

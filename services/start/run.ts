@@ -212,7 +212,8 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
     );
     code = 1;
   } else {
-    out(`outline: ${result.why}: draining the services, then stopping NATS…`);
+    // With NATS_URL set the server is not ours to stop.
+    out(`outline: ${result.why}: draining the services${local ? ", then stopping NATS" : ""}…`);
   }
 
   const graceMs = options.stopGraceMs ?? 20_000;

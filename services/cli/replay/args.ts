@@ -1,3 +1,4 @@
+import { isValidName } from "../../config/names.ts";
 import { UsageError } from "../args.ts";
 
 /** What `outline replay` was asked to do. */
@@ -74,6 +75,11 @@ export function parseReplayArgs(argv: readonly string[]): ReplayArgs {
         break;
       case "--into":
         args.into = take("outline-rebuilt");
+        // Said now: a bad name would otherwise fail only after the whole rebuild.
+        if (!isValidName(args.into))
+          throw new UsageError(
+            `--into '${args.into}' is not a bucket name; use 1–64 characters of A-Z, a-z, 0-9, '_' or '-', e.g. --into outline-rebuilt`,
+          );
         break;
       case "--resummarize":
         args.resummarize = true;
