@@ -48,7 +48,8 @@ function snapshotHead(state: ThreadState) {
     thread: state.thread,
     count: state.count,
     boundary: state.boundary,
-    since: state.since,
+    // SPEC §2: `at` of the first message still whole; before the first cut, message 0's.
+    since: state.since ?? state.tail[0]?.message.at ?? null,
     cutAt: state.cutAt,
     complete: state.complete,
     bytes: state.outlineBytes,

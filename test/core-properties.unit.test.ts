@@ -7,6 +7,7 @@ import { nodeId, nodeSize, type NodeRef } from "../shared/names.ts";
 import { buildOpenAIPrompt } from "../shared/prompt.ts";
 import { replayLog } from "../shared/replay.ts";
 import type { CoreSettings } from "../shared/settings.ts";
+import { toSnapshot } from "../shared/snapshot.ts";
 import {
   appendMessage,
   initialThreadState,
@@ -45,6 +46,9 @@ function checkInvariants(s: ThreadState): void {
     fail(`outline ${s.outlineBytes} > ${s.settings.outline[1]}`);
   if (s.tail.length !== s.count - s.boundary) fail("tail does not hold [boundary, count)");
   s.tail.forEach((t, k) => t.position === s.boundary + k || fail(`tail position ${t.position}`));
+  // SPEC §2: since is the `at` of the first message still whole, cut yet or not.
+  const since = toSnapshot(s).since;
+  if (since !== (s.tail[0]?.message.at ?? null)) fail(`snapshot since ${since}`);
 }
 
 interface Scenario {

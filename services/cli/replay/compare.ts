@@ -42,8 +42,13 @@ export function compareSnapshots(
   if (stored === undefined) return [{ path: "(snapshot)", stored: "none", rebuilt: "present" }];
   if (rebuilt === undefined) return [{ path: "(snapshot)", stored: "present", rebuilt: "none" }];
   const out: Difference[] = [];
-  // A snapshot stored before snapshots showed their settings is not different for lacking them.
-  const comparable = stored.settings === undefined ? { ...rebuilt, settings: undefined } : rebuilt;
+  // A snapshot stored before snapshots showed their settings is not different for lacking them,
+  // nor one stored before a thread never cut showed its `since` (null then).
+  const comparable = {
+    ...rebuilt,
+    ...(stored.settings === undefined ? { settings: undefined } : {}),
+    ...(stored.since === null && stored.boundary === 0 ? { since: null } : {}),
+  };
   walk("", stored, comparable, out);
   return out;
 }
