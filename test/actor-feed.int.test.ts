@@ -66,7 +66,7 @@ async function observed(thread: string) {
 
 describe("the actor feed", () => {
   it("keeps each state change of a live actor and answers for it", async () => {
-    const { actor, values, counts, explorer, send } = await observed("feed-a");
+    const { feed, actor, values, counts, explorer, send } = await observed("feed-a");
     for (let i = 0; i < 4; i++) send(i);
     const report = (await explorer.states(["feed-a"], { transitions: true, ...ANSWERED })).get(
       "feed-a",
@@ -80,6 +80,11 @@ describe("the actor feed", () => {
     expect(changes.map((t) => t.count)).toEqual(counts);
     // A thread no worker holds is not answered.
     expect((await explorer.states(["nobody"], { waitMs: 100 })).size).toBe(0);
+    // A member of a partitioned cluster goes by its member id, as GET /cluster shows it.
+    expect(report?.worker).toMatch(/^[^:]+:\d+$/);
+    feed.asMember("host-1-a2f3", () => 1);
+    const named = (await explorer.states(["feed-a"], ANSWERED)).get("feed-a");
+    expect(named?.worker).toBe("host-1-a2f3");
   });
 
   it("keeps the last few transitions only", async () => {
@@ -178,7 +183,7 @@ describe("the actor feed", () => {
     await second.flush();
     const { nc: third } = await scope.setup("feed-d-third");
     const feed = startActorFeed(third, h.names);
-    feed.countWorkers(() => 2);
+    feed.asMember("member-1", () => 2);
     stops.push(() => feed.stop());
     await third.flush();
     // The first feed (single mode, above) would answer too: stopped, so two answer in all.
@@ -189,7 +194,7 @@ describe("the actor feed", () => {
     expect(performance.now() - t0).toBeLessThan(5_000);
 
     // A member the count names but that never answers: the wait runs to its bound.
-    feed.countWorkers(() => 3);
+    feed.asMember("member-1", () => 3);
     t0 = performance.now();
     expect([...(await explorer.states(["held-late", "nobody"], { waitMs: 300 })).keys()]).toEqual([
       "held-late",

@@ -44,7 +44,7 @@ export interface ActorTransition {
 /** What one worker knows of one live actor. */
 export interface ActorReport {
   thread: string;
-  /** The worker process (`host:pid`). */
+  /** The worker: its member id when partitioned (as GET /cluster names it), else `host:pid`. */
   worker: string;
   state: string;
   /** When it entered that state (epoch ms). */

@@ -35,10 +35,11 @@ export interface ActorFeed {
    */
   report: (actor: object, snapshot: FedSnapshot, event: string) => void;
   /**
-   * How many workers may hold threads (the live members, partitioned), told in every answer so
-   * the explorer stops waiting once each has answered. Unset (single mode): not told.
+   * Partitioned: the worker is named by its member id (as GET /cluster names it), and every
+   * answer tells how many workers may hold threads (the live members), so the explorer stops
+   * waiting once each has answered. Single mode: `host:pid`, and no count.
    */
-  countWorkers(count: () => number): void;
+  asMember(id: string, count: () => number): void;
   stop(): void;
 }
 
@@ -108,7 +109,7 @@ export function startActorFeed(
   options: { inner?: ((event: InspectionEvent) => void) | undefined; log?: Logger } = {},
 ): ActorFeed {
   const subjects = actorFeedSubjects(names);
-  const worker = `${hostname()}:${process.pid}`;
+  let worker = `${hostname()}:${process.pid}`;
   const byActor = new Map<object, Kept>();
   const byThread = new Map<string, Kept>();
   const watched = new Map<string, number>();
@@ -243,7 +244,8 @@ export function startActorFeed(
       observe(ref, event.snapshot, event.event.type, ref.sessionId);
     },
     report: (actor, snapshot, event) => observe(actor, snapshot, event, "?"),
-    countWorkers: (count) => {
+    asMember: (id, count) => {
+      worker = id;
       workers = count;
     },
     stop: () => {

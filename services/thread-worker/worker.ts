@@ -372,7 +372,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   });
   if (membership) {
     endpoint.answerAsMember(membership.id);
-    actorFeed.countWorkers(() => membership.heard());
+    actorFeed.asMember(membership.id, () => membership.heard());
   }
 
   let stopped = false;
