@@ -264,6 +264,12 @@ describe("which nats-server the CLI asks", () => {
       expect(found.code, found.stderr).toBe(0);
       expect(found.stdout).toContain(`thread ${thread}`);
       expect(found.stderr).toBe("");
+      // A typo in the folder's config file is said by every command, as by the services.
+      writeFileSync(join(deep, "outline.config.json"), JSON.stringify({ HISTORY_TALE: "1,2" }));
+      const typo = await outlineIn(deep, "outline", thread);
+      expect(typo.code, typo.stderr).toBe(0);
+      expect(typo.stderr).toContain("outline: warning: config file");
+      expect(typo.stderr).toContain("unknown key HISTORY_TALE is ignored (a typo?)");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -404,6 +410,10 @@ describe("outline send from stdin, import, dead", () => {
       .split("\n")
       .map((l) => JSON.parse(l) as { thread: string; seq: number; reason: string });
     expect(entries).toEqual([expect.objectContaining({ thread: "dead-b", seq: 12 })]);
+    // An id no thread can have is an error, not an empty list.
+    const badId = await outline("dead", "--thread", "dead.b");
+    expect(badId.code).toBe(2);
+    expect(badId.stderr).toContain("'dead.b' is invalid: a thread id is 1–128 characters");
     const none = await outline("dead", "--since", "2099-01-01T00:00Z");
     expect(none.stdout).toBe("");
     expect(none.stderr).toContain("0 dead letters");

@@ -2,6 +2,7 @@ import { DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from "@nats-io
 import { DEAD_LETTER_HEADERS } from "../nats/dead-letter.ts";
 import { addConsumerOnLeader } from "../nats/leader-consumer.ts";
 import { subjects } from "../nats/subjects.ts";
+import { threadArg } from "../prompt-builder/requests.ts";
 import { parse, str, UsageError } from "./args.ts";
 import type { Command } from "./command.ts";
 import { withSession } from "./session.ts";
@@ -104,6 +105,8 @@ export const dead: Command = {
     if (limit !== undefined && (!Number.isInteger(limit) || limit < 1))
       throw new UsageError(`--limit must be a whole number ≥ 1`);
     const thread = str(args.values.thread);
+    // As the API does: a bad id can have no letters (it would silently list none).
+    if (thread !== undefined) threadArg({ thread });
     const json = args.values.json === true;
     return withSession(async ({ nc, config }) => {
       const stream = config.names.deadStream;

@@ -18,6 +18,7 @@ export interface Session {
 /** Connects for one command and closes afterwards, whatever the command did. */
 export async function withSession<T>(use: (session: Session) => Promise<T>): Promise<T> {
   const config = loadSettings();
+  for (const warning of config.warnings) process.stderr.write(`outline: warning: ${warning}\n`);
   const { url, from } = natsUrlSource(config);
   // With neither NATS_URL nor a running `npm start` found, a failure may just mean another
   // server answered on the default port: say which one was asked.
