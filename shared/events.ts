@@ -14,7 +14,7 @@ export const threadIdSchema = z
 // comparisons and prompts stay byte-identical on replay.
 const isoTime = z.iso.datetime({
   offset: true,
-  message: "must be an ISO-8601 date-time, e.g. 2026-11-30T08:15:00Z",
+  message: "must be an ISO-8601 date-time with its offset (Z or ±hh:mm), e.g. 2026-11-30T08:15:00Z",
 });
 
 export const roleSchema = z.enum(["user", "assistant", "tool", "system"]);

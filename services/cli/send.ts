@@ -53,7 +53,7 @@ async function publish({ js, config }: Session, m: Message, out: Output): Promis
     );
   }
   out.line(
-    `sent ${m.id} to ${subject} (stream ${ack.stream}, seq ${ack.seq}${ack.duplicate ? ", duplicate: already stored" : ""})`,
+    `sent ${m.id} to ${subject} (stream ${ack.stream}, seq ${ack.seq}${ack.duplicate ? ", duplicate: already stored; a changed text needs a new id" : ""})`,
   );
 }
 
