@@ -4,13 +4,11 @@ import { afterEach, describe, expect, inject, it } from "vitest";
 import type { Message } from "../shared/events.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { DEAD_LETTER_HEADERS, ensureTopology } from "../services/nats/topology.ts";
-import { quietLogger } from "../services/thread-worker/log.ts";
 import { METRIC } from "../services/thread-worker/metrics.ts";
-import { startThreadWorker, type ThreadWorker } from "../services/thread-worker/worker.ts";
+import type { ThreadWorker } from "../services/thread-worker/worker.ts";
 import {
   chatMessage,
   expectedSnapshot,
-  FakeSummarizer,
   harness,
   publishMessage,
   readSnapshot,
@@ -20,6 +18,7 @@ import {
   waitSettled,
   type Harness,
 } from "./support/thread-worker.ts";
+import { startSmallWorker } from "./support/worker-scope.ts";
 
 // The corpus of SPEC §7's "anything that does not parse or validate": each bad event must end as
 // a dead letter whose reason says what to fix, with no crash, and every valid event around it
@@ -75,14 +74,7 @@ async function setup(wide: boolean): Promise<{ h: Harness; worker: ThreadWorker 
   }
   await ensureTopology(nc, names);
   const h = await harness(nc, names);
-  const worker = await startThreadWorker({
-    nc,
-    names,
-    settings: SMALL,
-    summarizer: new FakeSummarizer(),
-    log: quietLogger,
-    snapshotDelayMs: 20,
-  });
+  const worker = await startSmallWorker(h);
   workers.push(worker);
   return { h, worker };
 }

@@ -6,17 +6,14 @@ import { openAppliedIds } from "../services/cli/applied-ids.ts";
 import { importLines, summarize } from "../services/cli/import.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology } from "../services/nats/topology.ts";
-import { quietLogger } from "../services/thread-worker/log.ts";
-import { startThreadWorker } from "../services/thread-worker/worker.ts";
 import {
   chatMessage,
-  FakeSummarizer,
   harness,
   readSnapshot,
-  SMALL,
   uniqueNames,
   waitFor,
 } from "./support/thread-worker.ts";
+import { startSmallWorker } from "./support/worker-scope.ts";
 
 let nc: NatsConnection;
 beforeAll(async () => {
@@ -49,14 +46,7 @@ const file = `${lines.join("\r\n")}\n`;
 
 /** The thread worker on `names`, small settings, and a harness reading its snapshots. */
 async function startWorker(names: InfraNames) {
-  const worker = await startThreadWorker({
-    nc,
-    names,
-    settings: SMALL,
-    summarizer: new FakeSummarizer(),
-    log: quietLogger,
-    snapshotDelayMs: 20,
-  });
+  const worker = await startSmallWorker({ nc, names });
   return { worker, h: await harness(nc, names) };
 }
 

@@ -25,21 +25,19 @@ import { rebuildSubject, searchSubject } from "../services/search/api.ts";
 import type { SearchIndexer } from "../services/search/indexer.ts";
 import type { SearchReply } from "../services/search/search.ts";
 import { startSearchService, type SearchService } from "../services/search/service.ts";
-import { quietLogger } from "../services/thread-worker/log.ts";
-import { startThreadWorker, type ThreadWorker } from "../services/thread-worker/worker.ts";
+import type { ThreadWorker } from "../services/thread-worker/worker.ts";
 import { SEARCH_HEADER_LINE } from "../shared/prompt.ts";
 import {
-  FakeSummarizer,
   harness,
   publishMessage,
   publishRaw,
   readSnapshot,
-  SMALL,
   uniqueNames,
   waitFor,
   waitSettled,
   type Harness,
 } from "./support/thread-worker.ts";
+import { startSmallWorker } from "./support/worker-scope.ts";
 
 const T = "facts";
 const COUNT = 240;
@@ -118,14 +116,7 @@ beforeAll(async () => {
   const names = uniqueNames();
   await ensureTopology(nc, names);
   h = await harness(nc, names);
-  worker = await startThreadWorker({
-    nc,
-    names,
-    settings: SMALL,
-    summarizer: new FakeSummarizer(),
-    log: quietLogger,
-    snapshotDelayMs: 20,
-  });
+  worker = await startSmallWorker(h);
   for (let i = 0; i < COUNT; i++) await publishMessage(h, message(T, i));
   await waitSettled(h, [T]);
   snapshot = (await readSnapshot(h, T)) as OutlineSnapshot;

@@ -12,10 +12,9 @@ import {
 import { connectNats } from "../../services/nats/connect.ts";
 import { namesToEnv, type InfraNames } from "../../services/config/names.ts";
 import { ensureTopology } from "../../services/nats/topology.ts";
-import { quietLogger } from "../../services/thread-worker/log.ts";
-import { startThreadWorker } from "../../services/thread-worker/worker.ts";
 import { faultScope, startOwnNats } from "../faults/support.ts";
-import { FakeSummarizer, SMALL, uniqueNames, waitFor } from "../support/thread-worker.ts";
+import { uniqueNames, waitFor } from "../support/thread-worker.ts";
+import { startSmallWorker } from "../support/worker-scope.ts";
 
 // A member taking its partitions on a loaded cluster: a lease's reply can be lost after the
 // write was stored, and opening the partitions' consumers can outlast the failover time.
@@ -166,15 +165,7 @@ describe("a member taking its partitions", () => {
     const { m, names, nc } = await join((js) => js, {});
     await waitFor("its first heartbeat", () => m.owned().length === 2);
     await ensureTopology(nc, names);
-    const start = () =>
-      startThreadWorker({
-        nc,
-        names,
-        settings: SMALL,
-        summarizer: new FakeSummarizer(),
-        log: quietLogger,
-        failoverMs: 1_000,
-      });
+    const start = () => startSmallWorker({ nc, names }, { failoverMs: 1_000 });
     const refused = await start().then(
       () => undefined,
       (err: unknown) => err as Error,

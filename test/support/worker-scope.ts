@@ -26,6 +26,22 @@ export interface WorkerScope {
   forget(worker: ThreadWorker): void;
 }
 
+/** A worker on `h`: SMALL settings, fake summarizer, quiet log, unless `extra` says otherwise. */
+export function startSmallWorker(
+  h: Pick<Harness, "nc" | "names">,
+  extra: Partial<ThreadWorkerOptions> = {},
+): Promise<ThreadWorker> {
+  return startThreadWorker({
+    nc: h.nc,
+    names: h.names,
+    settings: SMALL,
+    summarizer: new FakeSummarizer(),
+    log: quietLogger,
+    snapshotDelayMs: 20,
+    ...extra,
+  });
+}
+
 export function workerScope(): WorkerScope {
   const connections: NatsConnection[] = [];
   const workers: ThreadWorker[] = [];
@@ -50,15 +66,7 @@ export function workerScope(): WorkerScope {
       return { nc, h: await harness(nc, names) };
     },
     async start(h, extra = {}) {
-      const worker = await startThreadWorker({
-        nc: h.nc,
-        names: h.names,
-        settings: SMALL,
-        summarizer: new FakeSummarizer(),
-        log: quietLogger,
-        snapshotDelayMs: 20,
-        ...extra,
-      });
+      const worker = await startSmallWorker(h, extra);
       workers.push(worker);
       return worker;
     },
