@@ -216,6 +216,18 @@ describe("outline replay", () => {
     expect(r.stderr).not.toContain("\r");
   });
 
+  it("--all --search with no search service running rebuilds the outlines and fails, saying so", async () => {
+    // A prefix no search service of another test answers on.
+    const r = await replay(["--all", "--search"], {
+      env: { ...env, OUTLINE_API_PREFIX: "rp-api-nobody" },
+    });
+    expect(r.stdout).toContain(`rebuilt ${THREADS} threads`);
+    expect(r.stderr).toContain(
+      "replay: the outlines were rebuilt, but no search index was: no search service answered (none runs). Start one (npm start runs one when HISTORY_SEARCH=on), then run 'outline replay --all --search' again\n",
+    );
+    expect(r.code).toBe(2);
+  });
+
   it("--into writes snapshots equal to the live ones and leaves the live bucket untouched", async () => {
     const before = new Map<string, number>();
     for (const thread of expected.keys())

@@ -2,7 +2,7 @@
 // here on the run's nats-server: each answers the rebuild request as services/search/api.ts does.
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { rebuildSearchIndexes } from "../services/cli/replay/search.ts";
+import { rebuildSearchIndexes, searchNotRebuilt } from "../services/cli/replay/search.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { REBUILD_ACK_HEADER, rebuildSubject, reply } from "../services/search/api.ts";
 import { uniqueNames } from "./support/thread-worker.ts";
@@ -42,11 +42,11 @@ function play(prefix: string, services: Played[]): () => void {
   return () => subs.forEach((s) => s.unsubscribe());
 }
 
-async function rebuild(prefix: string): Promise<{ failed: number; lines: string[] }> {
+async function rebuild(prefix: string) {
   await nc.flush();
   const lines: string[] = [];
-  const failed = await rebuildSearchIndexes(nc, prefix, (line) => lines.push(line));
-  return { failed, lines };
+  const result = await rebuildSearchIndexes(nc, prefix, (line) => lines.push(line));
+  return { ...result, lines, failure: searchNotRebuilt(result) };
 }
 
 describe("outline replay --all --search", () => {
@@ -58,8 +58,8 @@ describe("outline replay --all --search", () => {
       { instance: "slow:2", ms: 5_550 },
     ]);
     try {
-      const { failed, lines } = await rebuild(prefix);
-      expect(failed).toBe(0);
+      const { rebuilt, failed, lines, failure } = await rebuild(prefix);
+      expect([rebuilt, failed, failure]).toEqual([2, 0, undefined]);
       expect(lines).toContain("search index of slow:2: rebuilding from CHAT…");
       expect(lines.filter((l) => / rebuilt from CHAT, 3 messages/.test(l))).toEqual([
         "search index of fast:1: rebuilt from CHAT, 3 messages of 1 threads in 0.1 s",
@@ -77,8 +77,11 @@ describe("outline replay --all --search", () => {
       { instance: "older:2", ms: 20, noAck: true },
     ]);
     try {
-      const { failed, lines } = await rebuild(prefix);
-      expect(failed).toBe(1);
+      const { rebuilt, failed, lines, failure } = await rebuild(prefix);
+      expect([rebuilt, failed]).toEqual([1, 1]);
+      expect(failure).toBe(
+        "the outlines were rebuilt, but 1 of 2 search indexes was not (the lines above say why); fix that, then run 'outline replay --all --search' again",
+      );
       expect(lines).toContain("search index of full:1: rebuild failed: disk full");
       expect(lines).toContain(
         "search index of older:2: rebuilt from CHAT, 3 messages of 1 threads in 0.1 s",
@@ -88,11 +91,11 @@ describe("outline replay --all --search", () => {
     }
   });
 
-  it("says so when no search service runs", async () => {
-    const { failed, lines } = await rebuild(uniqueNames().apiPrefix);
-    expect(failed).toBe(0);
-    expect(lines).toEqual([
-      "no search service answered: none runs (npm start runs one when HISTORY_SEARCH=on)",
-    ]);
+  it("is a failure that says what to do when no search service runs", async () => {
+    const { rebuilt, failed, lines, failure } = await rebuild(uniqueNames().apiPrefix);
+    expect([rebuilt, failed, lines]).toEqual([0, 0, []]);
+    expect(failure).toBe(
+      "the outlines were rebuilt, but no search index was: no search service answered (none runs). Start one (npm start runs one when HISTORY_SEARCH=on), then run 'outline replay --all --search' again",
+    );
   });
 });

@@ -33,7 +33,8 @@ settings as the worker (HISTORY_*, OUTLINE_*, NATS_URL, or the config file).
   --search         with --all: also have every running search service rebuild its index from
                    CHAT (docs/search.md); each reports when done
 
-exit codes: 0 rebuilt (and all matched), 1 a snapshot differs, 2 an error stopped the replay`;
+exit codes: 0 rebuilt (and all matched), 1 a snapshot differs, 2 an error stopped the replay or a
+search index was not rebuilt`;
 
 function value(argv: readonly string[], i: number, flag: string, example: string): string {
   const next = argv[i + 1];

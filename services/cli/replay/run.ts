@@ -24,7 +24,7 @@ import {
 } from "./read.ts";
 import { ThreadReplay, type StoredEvent, type Resummarize } from "./rebuild.ts";
 import { createResummarizer } from "./resummarize.ts";
-import { rebuildSearchIndexes } from "./search.ts";
+import { rebuildSearchIndexes, searchNotRebuilt } from "./search.ts";
 import { natsUrlOf } from "../../config/nats-url.ts";
 
 export interface ReplayDeps {
@@ -37,7 +37,10 @@ export interface ReplayDeps {
   summarizer?: Summarizer;
 }
 
-/** Exit codes: everything rebuilt and matched / a snapshot differs / an error stopped us. */
+/**
+ * Exit codes: everything rebuilt and matched / a snapshot differs / an error stopped us, or a
+ * search index asked for (--search) was not rebuilt.
+ */
 export const EXIT = { ok: 0, differs: 1, error: 2 } as const;
 
 interface Session {
@@ -345,11 +348,12 @@ async function replay(session: Session, deps: ReplayDeps): Promise<number> {
   });
   summary(session, built, calls(), texts);
   if (args.into !== undefined) await writeInto(session, args.into, built);
-  const searchFailed = args.search
-    ? await rebuildSearchIndexes(session.access.nc, config.names.apiPrefix, out)
-    : 0;
+  const searchFailure = args.search
+    ? searchNotRebuilt(await rebuildSearchIndexes(session.access.nc, config.names.apiPrefix, out))
+    : undefined;
+  if (searchFailure !== undefined) session.err.write(`replay: ${searchFailure}\n`);
   if (args.verify && (await verify(session, built)) > 0) return EXIT.differs;
-  return searchFailed > 0 ? EXIT.error : EXIT.ok;
+  return searchFailure !== undefined ? EXIT.error : EXIT.ok;
 }
 
 /** `outline replay …`: resolves to the exit code. */

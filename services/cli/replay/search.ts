@@ -17,18 +17,24 @@ interface RebuildAnswer {
   error?: { message?: string };
 }
 
+/** What the search services reported: indexes rebuilt, and those that failed or never reported. */
+export interface SearchRebuild {
+  rebuilt: number;
+  failed: number;
+}
+
 /**
  * `outline replay --all --search`: asks every running search service (no queue group) to rebuild
  * its index from CHAT and prints what each answers. Each says at once that it rebuilds, so every
  * one of them is waited for however long its rebuild takes, and the wait ends with the last
- * report. Returns how many failed.
+ * report.
  */
 export async function rebuildSearchIndexes(
   nc: NatsConnection,
   apiPrefix: string,
   out: (line: string) => void,
-): Promise<number> {
-  let answered = 0;
+): Promise<SearchRebuild> {
+  let rebuilt = 0;
   let failed = 0;
   /** Said they rebuild, and have not reported yet. */
   const rebuilding = new Set<string>();
@@ -58,11 +64,11 @@ export async function rebuildSearchIndexes(
         continue;
       }
       rebuilding.delete(instance);
-      answered += 1;
       if (status !== "200") {
         failed += 1;
         out(`search index of ${instance}: rebuild failed: ${body.error?.message}`);
       } else {
+        rebuilt += 1;
         out(
           `search index of ${instance}: rebuilt from CHAT, ${body.messages} messages of ${body.threads} threads in ${body.seconds} s`,
         );
@@ -78,8 +84,18 @@ export async function rebuildSearchIndexes(
     failed += 1;
     out(`search index of ${instance}: no report within ${REBUILD_MS / 60_000} minutes`);
   }
-  if (answered === 0 && rebuilding.size === 0) {
-    out("no search service answered: none runs (npm start runs one when HISTORY_SEARCH=on)");
+  return { rebuilt, failed };
+}
+
+/**
+ * Why the replay ends in failure for its search part, or undefined when every search service
+ * rebuilt its index. The outlines are rebuilt by then: only the indexes are to do again.
+ */
+export function searchNotRebuilt({ rebuilt, failed }: SearchRebuild): string | undefined {
+  const again = "then run 'outline replay --all --search' again";
+  if (rebuilt + failed === 0) {
+    return `the outlines were rebuilt, but no search index was: no search service answered (none runs). Start one (npm start runs one when HISTORY_SEARCH=on), ${again}`;
   }
-  return failed;
+  if (failed === 0) return undefined;
+  return `the outlines were rebuilt, but ${failed} of ${rebuilt + failed} search indexes ${failed === 1 ? "was" : "were"} not (the lines above say why); fix that, ${again}`;
 }
