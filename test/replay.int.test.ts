@@ -347,7 +347,8 @@ describe("outline replay", () => {
   it("an unknown thread and a bad command line are errors that say what to do", async () => {
     const unknown = await replay(["--thread", "rp-nobody"]);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toContain("thread 'rp-nobody' has no events in stream RP_CHAT");
+    // The error alone: no empty progress line before it.
+    expect(unknown.stderr).toMatch(/^replay: thread 'rp-nobody' has no events in stream RP_CHAT/);
     const neither = await replay([]);
     expect(neither.code).toBe(2);
     expect(neither.stderr).toContain("--thread T for one, or --all");

@@ -22,7 +22,7 @@ function duration(seconds: number): string {
 /**
  * Messages replayed, messages/s and ETA. On a TTY a bar redrawn at most 10 times a second;
  * otherwise a line at most every `everyMs` (logs stay readable) and one at the end, unless the
- * last line already said the same count.
+ * last line already said the same count. With nothing expected and nothing counted, nothing.
  */
 export function createProgress(
   out: ProgressOutput,
@@ -47,6 +47,9 @@ export function createProgress(
   };
 
   const show = (final: boolean): void => {
+    // Nothing to count (a thread with no events, an empty file): a 0/0 line would only come
+    // before the error or summary that says so.
+    if (expected === 0) return;
     const t = now();
     if (!final && t - lastShown < (tty ? 100 : everyMs)) return;
     // A log needs no second line saying the same (a short run's first tick is also its last).
