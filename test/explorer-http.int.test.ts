@@ -102,6 +102,16 @@ describe("the explorer over HTTP", () => {
     const redirect = await fetch(`${base}/ui`, { redirect: "manual" });
     expect(redirect.status).toBe(308);
     expect(redirect.headers.get("location")).toBe("/ui/");
+    // The server's own address leads to the list; any other unknown path is the API's JSON 404.
+    for (const method of ["GET", "HEAD"]) {
+      const root = await fetch(`${base}/`, { method, redirect: "manual" });
+      expect([method, root.status, root.headers.get("location")]).toEqual([method, 302, "/ui/"]);
+    }
+    const nothing = await fetch(`${base}/nothing`);
+    expect(nothing.status).toBe(404);
+    expect(((await nothing.json()) as { error: { code: string } }).error.code).toBe(
+      "NO_SUCH_ROUTE",
+    );
   });
 
   it("answers a thread's page, tail, prompt and zoom; errors as the API does", async () => {
@@ -153,8 +163,12 @@ describe("the explorer over HTTP", () => {
 
   it("keeps its data behind the token; the page's session cookie opens /ui/api/ only", async () => {
     const { base } = await start(TOKEN);
-    // The page and its files hold no thread data: served to anyone, so it can ask for the token.
+    // The page and its files hold no thread data: served to anyone, so it can ask for the token;
+    // so is the way to it from the server's address.
     expect((await fetch(`${base}/ui/`)).status).toBe(200);
+    const root = await fetch(`${base}/`, { redirect: "manual" });
+    expect([root.status, root.headers.get("location")]).toEqual([302, "/ui/"]);
+    expect(await root.text()).toBe("");
     expect((await fetch(`${base}/ui/api/threads`)).status).toBe(401);
     expect((await fetch(`${base}/ui/api/session`)).status).toBe(401);
     const bad = await fetch(`${base}/ui/api/session`, {

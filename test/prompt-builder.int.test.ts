@@ -424,6 +424,9 @@ describe("outline, tools and errors", () => {
     const route = await get(`/threads/${thread}/nothing`);
     expect(route.status).toBe(404);
     expect(route.body.error.code).toBe("NO_SUCH_ROUTE");
+    // No explorer served here: / has nowhere to lead, so it is an unknown route too.
+    const root = await get("/", { redirect: "manual" });
+    expect([root.status, root.body.error.code]).toEqual([404, "NO_SUCH_ROUTE"]);
     const post = await get(`/threads/${thread}/prompt`, { method: "POST", body: "x" });
     expect(post.status).toBe(405);
     expect(post.body.error.code).toBe("METHOD_NOT_ALLOWED");

@@ -32,9 +32,9 @@ export interface ExplorerOptions {
 }
 
 export interface Explorer {
-  /** Whether a request target is the explorer's (everything under /ui). */
+  /** Whether a request target is the explorer's (everything under /ui, and / that leads there). */
   serves(target: string): boolean;
-  /** Answers a GET or HEAD under /ui; throws ApiError for the caller to render. */
+  /** Answers a GET or HEAD it serves; throws ApiError for the caller to render. */
   handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
   /** Ends live streams and feeds (before the HTTP server closes: they would hold it open). */
   close(): void;
@@ -77,6 +77,11 @@ function send(
     ...extra,
   });
   res.end(body);
+}
+
+function redirect(res: ServerResponse, status: 302 | 308, location: string): void {
+  res.writeHead(status, { ...HEADERS, location, "content-length": "0" });
+  res.end();
 }
 
 const json = (res: ServerResponse, body: unknown, extra: Record<string, string> = {}) =>
@@ -225,15 +230,19 @@ export function createExplorer(options: ExplorerOptions): Explorer {
   }
 
   return {
-    serves: (target) => target === "/ui" || target.startsWith("/ui/") || target.startsWith("/ui?"),
+    serves: (target) =>
+      target === "/" ||
+      target.startsWith("/?") ||
+      target === "/ui" ||
+      target.startsWith("/ui/") ||
+      target.startsWith("/ui?"),
 
     async handle(req, res) {
       const url = new URL(req.url ?? "/", "http://outline.invalid");
-      if (url.pathname === "/ui") {
-        res.writeHead(308, { ...HEADERS, location: `/ui/${url.search}`, "content-length": "0" });
-        res.end();
-        return;
-      }
+      // The server's own address opens the explorer. No token asked: the page is served to
+      // anyone (it asks for the token itself), so the way to it gives nothing away.
+      if (url.pathname === "/") return redirect(res, 302, `/ui/${url.search}`);
+      if (url.pathname === "/ui") return redirect(res, 308, `/ui/${url.search}`);
       const parts = url.pathname.slice("/ui/".length).split("/");
       if (parts[0] === "api") return api(req, res, url, parts.slice(1));
       if (parts[0] === "assets" && parts.length === 2) {
