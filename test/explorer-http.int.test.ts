@@ -146,6 +146,10 @@ describe("the explorer over HTTP", () => {
       ["/ui/api/threads/http-a/tail?offset=-1", 400, "NOT_A_NUMBER"],
       ["/ui/api/threads/http-a/nothing", 404, "NO_SUCH_ROUTE"],
       ["/ui/api/threads?before=x", 400, "NOT_A_NUMBER"],
+      ["/ui/api/threads?limit=0", 400, "BAD_LIMIT"],
+      ["/ui/api/threads?limit=-3", 400, "BAD_LIMIT"],
+      ["/ui/api/threads?limit=201", 400, "BAD_LIMIT"],
+      ["/ui/api/threads?limit=2.5", 400, "NOT_A_NUMBER"],
       [`/ui/api/threads?filter=${"x".repeat(129)}`, 400, "BAD_FILTER"],
       ["/ui/elsewhere", 404, "NO_SUCH_ROUTE"],
       ["/ui/assets/nothing.js", 404, "NO_SUCH_ASSET"],
@@ -155,6 +159,21 @@ describe("the explorer over HTTP", () => {
       const json = (await res.json()) as { error: { code: string; message: string } };
       expect([path, res.status, json.error.code]).toEqual([path, status, code]);
       expect(json.error.message.length).toBeGreaterThan(10);
+    }
+    // A page of threads is 1 to 200 long: anything else is said, never quietly taken as 1 or 200.
+    const limits = await Promise.all(
+      ["0", "201", "2.5"].map(async (limit) => {
+        const res = await fetch(`${base}/ui/api/threads?limit=${limit}`);
+        return ((await res.json()) as { error: { message: string } }).error.message;
+      }),
+    );
+    expect(limits).toEqual([
+      "limit is from 1 to 200 threads, got 0",
+      "limit is from 1 to 200 threads, got 201",
+      "limit must be a whole number from 1 to 200 threads, got '2.5'",
+    ]);
+    for (const limit of ["1", "200"]) {
+      expect((await fetch(`${base}/ui/api/threads?limit=${limit}`)).status).toBe(200);
     }
     // Search is offered only when the prompt-builder serves it.
     const without = await start(undefined);

@@ -58,13 +58,24 @@ export function threadArg(raw: RawRequest): string {
 }
 
 // Integers only; the rules about their values (≥ 0, power of two, …) are the core's zoom rules,
-// which name the rule broken.
-export function integer(raw: RawRequest, key: string): number | undefined {
+// which name the rule broken. `range`, when given, is said too (e.g. "from 1 to 100 hits").
+export function integer(raw: RawRequest, key: string, range?: string): number | undefined {
   const value = raw[key];
   if (value === undefined || value === null || value === "") return undefined;
   if (typeof value === "number" && Number.isInteger(value)) return value;
   if (typeof value === "string" && /^-?\d{1,20}$/.test(value)) return Number(value);
-  throw bad("NOT_A_NUMBER", `${key} must be a whole number, got '${shown(value)}'`);
+  throw bad(
+    "NOT_A_NUMBER",
+    `${key} must be a whole number${range ? ` ${range}` : ""}, got '${shown(value)}'`,
+  );
+}
+
+/** A page size (`limit`): from 1 to `max` of `unit`, `fallback` when not given. */
+export function limitArg(raw: RawRequest, fallback: number, max: number, unit: string): number {
+  const range = `from 1 to ${max} ${unit}`;
+  const limit = integer(raw, "limit", range) ?? fallback;
+  if (limit < 1 || limit > max) throw bad("BAD_LIMIT", `limit is ${range}, got ${limit}`);
+  return limit;
 }
 
 export function promptArgs(raw: RawRequest): PromptArgs {

@@ -7,7 +7,7 @@ import {
 } from "../../shared/search.ts";
 import { ApiError, notFound } from "../prompt-builder/api-error.ts";
 import type { ThreadReader } from "../prompt-builder/reader.ts";
-import { integer, threadArg, type RawRequest } from "../prompt-builder/requests.ts";
+import { integer, limitArg, threadArg, type RawRequest } from "../prompt-builder/requests.ts";
 import type { SearchIndexer } from "./indexer.ts";
 
 /** The search operation (SPEC §8), free of any transport. */
@@ -65,11 +65,7 @@ export function searchArgs(raw: RawRequest): SearchArgs {
   if (before !== undefined && before < 0) {
     throw bad("BAD_BEFORE", `before is a message position (0 or more), got ${before}`);
   }
-  const limit = integer(raw, "limit") ?? DEFAULT_LIMIT;
-  if (limit < 1 || limit > MAX_LIMIT) {
-    throw bad("BAD_LIMIT", `limit is from 1 to ${MAX_LIMIT} hits, got ${limit}`);
-  }
-  return { thread, q, before, limit };
+  return { thread, q, before, limit: limitArg(raw, DEFAULT_LIMIT, MAX_LIMIT, "hits") };
 }
 
 export interface SearchOptions {

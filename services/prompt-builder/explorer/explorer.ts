@@ -5,7 +5,7 @@ import type { InfraNames } from "../../config/names.ts";
 import { ApiError } from "../api-error.ts";
 import type { Operations } from "../operations.ts";
 import type { ThreadReader } from "../reader.ts";
-import { threadArg, type RawRequest } from "../requests.ts";
+import { limitArg, threadArg, type RawRequest } from "../requests.ts";
 import { actorStates } from "./actors.ts";
 import { bundleExplorer, type ExplorerAssets } from "./assets.ts";
 import { liveThreads } from "./live.ts";
@@ -100,10 +100,10 @@ function int(url: URL, key: string, fallback: number, max: number): number {
   return Math.min(Number(raw), max);
 }
 
-function queryOf(url: URL, thread: string): RawRequest {
+function queryOf(url: URL, thread?: string): RawRequest {
   const raw: Record<string, unknown> = {};
   for (const [key, value] of url.searchParams) if (!(key in raw)) raw[key] = value;
-  raw.thread = thread;
+  if (thread !== undefined) raw.thread = thread;
   return raw;
 }
 
@@ -211,7 +211,7 @@ export function createExplorer(options: ExplorerOptions): Explorer {
         await lister.list({
           filter,
           before: before ? int(url, "before", 0, Number.MAX_SAFE_INTEGER) : undefined,
-          limit: Math.max(1, int(url, "limit", 50, 200)),
+          limit: limitArg(queryOf(url), 50, 200, "threads"),
         }),
       );
     }
