@@ -274,6 +274,60 @@ describe("runStart", () => {
     );
   });
 
+  it("refuses HOST off loopback without a token once, before anything starts, with no banner", async () => {
+    // A stand-in that would say it started; the real prompt-builder would refuse, then die.
+    writeFileSync(
+      join(dir, "api.mjs"),
+      `import { writeFileSync } from "node:fs"; writeFileSync("api.up", "yes");`,
+    );
+    const builder = SERVICES.find((s) => s.name === "prompt-builder");
+    const lines: string[] = [];
+    const errors: string[] = [];
+    const code = await runStart(
+      {
+        services: [{ ...builder, name: "prompt-builder", entry: "api.mjs" }],
+        env: { PATH: process.env.PATH, HOST: "0.0.0.0", PORT: String(await freePort()) },
+        cwd: dir,
+        out: (line) => lines.push(line),
+        err: (line) => errors.push(line),
+      },
+      controllable().control,
+    );
+    expect(code).toBe(1);
+    expect(errors).toEqual([
+      expect.stringMatching(
+        /^outline: bad setting: OUTLINE_API_TOKEN: is required when HOST=0\.0\.0\.0 \(not a loopback address\).*set HOST=127\.0\.0\.1$/,
+      ),
+    ]);
+    expect(lines).toEqual([]);
+    expect(existsSync(join(dir, "api.up"))).toBe(false);
+    expect(existsSync(join(dir, ".data"))).toBe(false);
+  });
+
+  it("prints no banner when the HTTP service dies before it answers, only why", async () => {
+    writeFileSync(join(dir, "worker.mjs"), worker);
+    writeFileSync(join(dir, "api.mjs"), `console.error("cannot listen"); process.exit(1);`);
+    const lines: string[] = [];
+    const errors: string[] = [];
+    const code = await runStart(
+      {
+        services: [
+          { name: "worker", entry: "worker.mjs" },
+          { name: "api", entry: "api.mjs", http: true },
+        ],
+        env: { ...process.env, NATS_URL: "nats://127.0.0.1:4999", PORT: String(await freePort()) },
+        cwd: dir,
+        out: (line) => lines.push(line),
+        err: (line) => errors.push(line),
+      },
+      controllable().control,
+    );
+    expect(code).toBe(1);
+    expect(lines.filter((l) => l.startsWith("outline is") || l.startsWith("  "))).toEqual([]);
+    expect(errors.join("\n")).toContain("api exited with code 1");
+    expect(errors.join("\n")).toContain("cannot listen");
+  });
+
   it("refuses to start when a service file is missing or a setting is bad", async () => {
     const errors: string[] = [];
     const options = {

@@ -21,6 +21,11 @@ export interface ServiceEntry {
   when?: (config: Config) => boolean;
   /** Its arguments, from those `npm start` was given (e.g. the worker's `--inspect`). */
   args?: (argv: readonly string[]) => string[];
+  /**
+   * Throws the SettingsError the service would stop with at its start (e.g. no API token off
+   * loopback): said once, before anything starts, instead of by a service that dies at once.
+   */
+  check?: (config: Config) => void;
 }
 
 /** Ways the operator asks us to stop: the first drains, the second kills. */
@@ -61,6 +66,13 @@ export function killAllStarted(): void {
 function tsxLoader(): string {
   const require = createRequire(import.meta.url);
   return pathToFileURL(require.resolve("tsx")).href;
+}
+
+/** A bad setting refuses the start with exit code 1; any other error is not ours to word. */
+function refuse(e: unknown, err: (line: string) => void): number {
+  if (!(e instanceof SettingsError)) throw e;
+  err(`outline: bad setting: ${e.message}`);
+  return 1;
 }
 
 function browsableHost(host: string): string {
@@ -113,15 +125,16 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
   try {
     config = loadSettings(env, options.argv ?? [], cwd);
   } catch (e) {
-    if (e instanceof SettingsError) {
-      err(`outline: bad setting: ${e.message}`);
-      return 1;
-    }
-    throw e;
+    return refuse(e, err);
   }
   for (const warning of config.warnings) err(`outline: warning: ${warning}`);
 
   const wanted = options.services.filter((s) => s.when?.(config) ?? true);
+  try {
+    for (const s of wanted) s.check?.(config);
+  } catch (e) {
+    return refuse(e, err);
+  }
   const missing = wanted.filter((s) => !existsSync(resolve(cwd, s.entry)));
   if (missing.length > 0) {
     for (const s of missing) {
@@ -194,14 +207,18 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
   ]);
 
   const hasHttp = wanted.some((s) => s.http);
+  // undefined: a service died (or a stop came) first; what follows says so, and a banner above
+  // it would bury it.
   const ready = hasHttp
     ? await Promise.race([
         waitForHttp(`${http}/healthz`, options.readyTimeoutMs ?? 30_000),
-        outcome.then(() => false),
+        outcome.then(() => undefined),
       ])
     : true;
-  for (const line of banner(config, natsUrl, local !== undefined, http, ready, options.argv ?? []))
-    out(line);
+  if (ready !== undefined) {
+    const argv = options.argv ?? [];
+    for (const line of banner(config, natsUrl, local !== undefined, http, ready, argv)) out(line);
+  }
 
   const result = await outcome;
   let code = 0;

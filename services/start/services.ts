@@ -1,3 +1,4 @@
+import { apiToken } from "../prompt-builder/access.ts";
 import type { ServiceEntry } from "./run.ts";
 
 /** The services `npm start` runs, in start order; stopped together on Ctrl-C. */
@@ -9,7 +10,13 @@ export const SERVICES: readonly ServiceEntry[] = [
     // worker started for it would share the consumer and see only some threads).
     args: (argv) => argv.filter((a) => a === "--inspect" || a.startsWith("--inspect=")),
   },
-  { name: "prompt-builder", entry: "services/prompt-builder/main.ts", http: true },
+  {
+    name: "prompt-builder",
+    entry: "services/prompt-builder/main.ts",
+    http: true,
+    // Off loopback without OUTLINE_API_TOKEN it would refuse to start: refused here instead.
+    check: (config) => void apiToken(config.settings.host, config.values),
+  },
   // The search index (docs/search.md) costs disk and CPU per message: only when it is on.
   { name: "search", entry: "services/search/main.ts", when: (config) => config.settings.search },
 ];
