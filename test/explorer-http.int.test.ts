@@ -144,6 +144,8 @@ describe("the explorer over HTTP", () => {
       ["/ui/api/threads/%E0%A4%A", 400, "BAD_THREAD_ID"],
       ["/ui/api/threads/http-a/zoom?id=3&n=3", 400, "N_NOT_POWER_OF_TWO"],
       ["/ui/api/threads/http-a/tail?offset=-1", 400, "NOT_A_NUMBER"],
+      ["/ui/api/threads/http-a/tail?limit=0", 400, "BAD_LIMIT"],
+      ["/ui/api/threads/http-a/tail?limit=501", 400, "BAD_LIMIT"],
       ["/ui/api/threads/http-a/nothing", 404, "NO_SUCH_ROUTE"],
       ["/ui/api/threads?before=x", 400, "NOT_A_NUMBER"],
       ["/ui/api/threads?limit=0", 400, "BAD_LIMIT"],

@@ -11,7 +11,7 @@ import { bundleExplorer, type ExplorerAssets } from "./assets.ts";
 import { liveThreads } from "./live.ts";
 import { explorerSession } from "./session.ts";
 import { threadLister } from "./thread-list.ts";
-import { TAIL_PAGE, threadViews } from "./thread-view.ts";
+import { MAX_TAIL_PAGE, TAIL_PAGE, threadViews } from "./thread-view.ts";
 import type { ActorBody, ActorStatesBody, ExplorerConfig } from "./types.ts";
 
 export interface ExplorerOptions {
@@ -150,7 +150,11 @@ export function createExplorer(options: ExplorerOptions): Explorer {
       case "tail":
         return json(
           res,
-          await views.tail(thread, int(url, "offset", 0, 1e9), int(url, "limit", TAIL_PAGE, 500)),
+          await views.tail(
+            thread,
+            int(url, "offset", 0, 1e9),
+            limitArg(raw, TAIL_PAGE, MAX_TAIL_PAGE, "messages"),
+          ),
         );
       case "prompt":
         return json(res, await operations.prompt(raw));

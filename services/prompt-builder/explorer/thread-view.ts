@@ -15,7 +15,7 @@ const MAX_NEWER = 2_000;
 /** Characters of a tail message listed; the whole text is one zoom away. */
 const PREVIEW_CHARS = 280;
 export const TAIL_PAGE = 50;
-const MAX_TAIL_PAGE = 500;
+export const MAX_TAIL_PAGE = 500;
 
 interface Whole {
   snapshot: OutlineSnapshot;
@@ -106,9 +106,8 @@ export function threadViews(
     async tail(thread: string, offset: number, limit: number): Promise<TailPage> {
       const { snapshot, messages } = await whole(thread);
       const costs = costsOf(messages);
-      const size = Math.min(Math.max(1, limit), MAX_TAIL_PAGE);
       const from = Math.min(Math.max(0, offset), Math.max(0, messages.length - 1));
-      const page: TailMessage[] = messages.slice(from, from + size).map((m, k) => {
+      const page: TailMessage[] = messages.slice(from, from + limit).map((m, k) => {
         const text = m.message.text;
         return {
           position: snapshot.boundary + from + k,
