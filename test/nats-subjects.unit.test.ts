@@ -16,12 +16,18 @@ describe("subjects", () => {
     expect(s.historyMsgId("t_1", 2, 5)).toBe("t_1:2:5");
     expect(s.threadChat("t_1")).toBe("chat.t_1.>");
     expect(s.threadHistory("t_1")).toBe("history.t_1.>");
-    expect(s.deadLetter).toBe("outline.dead");
+    expect(s.deadLetterShared).toBe("outline.dead");
+    expect(s.deadLetterOf("t_1")).toBe("outline.dead.t_1");
+    expect(s.deadLetterNoThread).toBe("outline.dead.unknown.thread");
+    expect(s.deadStreamSubjects).toEqual(["outline.dead", "outline.dead.>"]);
   });
 
   it("refuses a thread id that would widen a subject", () => {
     for (const bad of ["a.b", "*", ">", "", "x".repeat(129), "a b"]) {
       expect(() => s.threadChat(bad)).toThrow(InvariantError);
+    }
+    for (const bad of ["a.b", "*", ">", "", "x".repeat(129)]) {
+      expect(() => s.deadLetterOf(bad)).toThrow(InvariantError);
     }
     expect(() => s.historyNode("t", -1, 0)).toThrow(InvariantError);
     expect(() => s.historyNode("t", 0, 1.5)).toThrow(InvariantError);
@@ -54,6 +60,79 @@ describe("subjects", () => {
     expect(s.parseHistory("history.t9.3.14")).toEqual({ thread: "t9", level: 3, index: 14 });
     expect(s.parseHistory("history.t9.3")).toBeUndefined();
     expect(s.parseHistory("history.t9.x.1")).toBeUndefined();
+  });
+});
+
+describe("dead-letter subjects", () => {
+  const s = subjects(DEFAULT_NAMES);
+
+  it("puts a letter on the thread its subject names, whatever else is wrong with the subject", () => {
+    expect(s.deadLetterFor("chat.t_1.message.created")).toBe("outline.dead.t_1");
+    expect(s.deadLetterFor("chat.t_1.thread.deleted")).toBe("outline.dead.t_1");
+    // An unknown event type, a partition token (right or wrong), trailing tokens: still t_1's.
+    expect(s.deadLetterFor("chat.t_1.message.edited")).toBe("outline.dead.t_1");
+    expect(s.deadLetterFor("chat.t_1.message.created.7")).toBe("outline.dead.t_1");
+    expect(s.deadLetterFor("chat.t_1")).toBe("outline.dead.t_1");
+    expect(s.chatThread("chat.t_1.x.y.z")).toBe("t_1");
+  });
+
+  it("puts a letter whose subject names no thread on the one subject for those", () => {
+    for (const subject of [
+      "chat.café.message.created",
+      "chat.*.message.created",
+      "chat.>",
+      `chat.${"x".repeat(129)}.message.created`,
+      "chat..message.created",
+      "chat.",
+      "chat",
+      "chatty.t1.message.created",
+      "history.t1.0.0",
+      "x",
+      "",
+    ]) {
+      expect(s.deadLetterFor(subject), subject).toBe("outline.dead.unknown.thread");
+      expect(s.chatThread(subject), subject).toBeUndefined();
+    }
+  });
+
+  it("follows configured names, with multi-token prefixes", () => {
+    const acme = subjects({ ...DEFAULT_NAMES, chatPrefix: "acme.chat", deadSubject: "acme.dead" });
+    expect(acme.deadLetterFor("acme.chat.t9.message.created")).toBe("acme.dead.t9");
+    expect(acme.deadLetterFor("chat.t9.message.created")).toBe("acme.dead.unknown.thread");
+    expect(acme.deadLetterFor("acme.chatt9.message.created")).toBe("acme.dead.unknown.thread");
+    expect(acme.parseDeadLetter("acme.dead.t9")).toBe("t9");
+    expect(acme.parseDeadLetter("outline.dead.t9")).toBeUndefined();
+    expect(acme.deadStreamSubjects).toEqual(["acme.dead", "acme.dead.>"]);
+  });
+
+  it("keeps every thread's subject apart from the others, the no-thread one and the shared one", () => {
+    const id = fc.stringMatching(/^[A-Za-z0-9_-]{1,128}$/);
+    fc.assert(
+      fc.property(id, id, (a, b) => {
+        const subject = s.deadLetterOf(a);
+        expect(s.deadLetterFor(s.messageCreated(a))).toBe(subject);
+        expect(s.parseDeadLetter(subject)).toBe(a);
+        // A purge of one thread's subject (a literal filter) reaches nothing else.
+        for (const other of [
+          s.deadLetterNoThread,
+          s.deadLetterShared,
+          ...(a === b ? [] : [s.deadLetterOf(b)]),
+        ]) {
+          expect(other).not.toBe(subject);
+          expect(subjectCovers(subject, other)).toBe(false);
+        }
+        // The stream captures it, as it does the others.
+        for (const one of [subject, s.deadLetterNoThread, s.deadLetterShared]) {
+          expect(s.deadStreamSubjects.filter((p) => subjectCovers(p, one))).toHaveLength(1);
+        }
+      }),
+      { numRuns: 500 },
+    );
+    // "_" and "-" alone are thread ids: neither is the no-thread subject.
+    expect(s.deadLetterOf("_")).not.toBe(s.deadLetterNoThread);
+    expect(s.parseDeadLetter(s.deadLetterNoThread)).toBeUndefined();
+    expect(s.parseDeadLetter(s.deadLetterShared)).toBeUndefined();
+    expect(s.parseDeadLetter("outline.dead.a.b")).toBeUndefined();
   });
 });
 

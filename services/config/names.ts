@@ -12,7 +12,10 @@ export interface InfraNames {
   historyPrefix: string;
   /** Stream that keeps dead letters. */
   deadStream: string;
-  /** Subject invalid events are recorded on. */
+  /**
+   * Prefix of the dead-letter subjects: `<deadSubject>.<thread>` per thread (erased with it) and
+   * `<deadSubject>.unknown.thread`; versions before put every letter on `<deadSubject>` itself.
+   */
   deadSubject: string;
   /** KV bucket of the latest outline snapshot per thread. */
   kvBucket: string;

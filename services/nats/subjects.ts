@@ -44,7 +44,27 @@ export interface Subjects {
   /** The chat stream's subjects (the worker's consumer reads all of them). */
   readonly chatStreamSubjects: readonly string[];
   readonly historyStreamSubjects: readonly string[];
-  readonly deadLetter: string;
+  /**
+   * `<dead>`: the one subject every dead letter went to before they had a subject per thread.
+   * Nothing is published there any more; the DEAD stream keeps capturing it so letters recorded
+   * by an older version stay listed (they are not erased with their thread).
+   */
+  readonly deadLetterShared: string;
+  /** `<dead>.<thread>`: the dead letters of one thread, purged when it is deleted. */
+  deadLetterOf(thread: string): string;
+  /** `<dead>.unknown.thread`: the dead letters of events whose subject names no thread. */
+  readonly deadLetterNoThread: string;
+  /** Where the dead letter of an event that arrived on `subject` goes (see deadLetterSubject). */
+  deadLetterFor(subject: string): string;
+  /** The thread of a `<dead>.<thread>` subject; undefined for any other subject. */
+  parseDeadLetter(subject: string): string | undefined;
+  /** The DEAD stream's subjects: the shared one of old, and every one under it. */
+  readonly deadStreamSubjects: readonly string[];
+  /**
+   * The thread token of a subject under the chat prefix, `<chat>.<thread>[.…]`, whatever follows
+   * (a valid event's or not); undefined when that token is not a thread id.
+   */
+  chatThread(subject: string): string | undefined;
   /**
    * Reads the thread and kind out of a chat subject, stored with or without a partition token
    * (`partition` then); undefined when it is not one.
@@ -66,6 +86,38 @@ function token(thread: string): string {
     );
   }
   return thread;
+}
+
+/**
+ * The tokens after the dead-letter prefix for an event whose subject names no thread. Two tokens,
+ * so no thread's subject (`<dead>.<thread>`, one token: a thread id holds no '.') can be it, nor
+ * can a purge of `<dead>.<thread>` reach it; every token of it stays in the alphabet subjects are
+ * configured in, which a token outside [A-Za-z0-9_-] (the only way to keep it one token) would not.
+ */
+export const DEAD_NO_THREAD = "unknown.thread";
+
+/** `<chat>.<thread>[.…]`: the thread token when it is a valid thread id, else undefined. */
+export function chatThreadOf(chatPrefix: string, subject: string): string | undefined {
+  const start = chatPrefix.length + 1;
+  if (subject.length <= start || !subject.startsWith(chatPrefix) || subject[start - 1] !== ".") {
+    return undefined;
+  }
+  const dot = subject.indexOf(".", start);
+  const thread = subject.slice(start, dot < 0 ? subject.length : dot);
+  return THREAD_ID.test(thread) ? thread : undefined;
+}
+
+/**
+ * The subject of the dead letter of an event that arrived on `subject`: `<dead>.<thread>` when
+ * the subject names a thread (its token after the chat prefix is a valid id, whatever the rest
+ * is), so the letter is erased with its thread; `<dead>.unknown.thread` otherwise.
+ */
+export function deadLetterSubject(
+  names: Pick<InfraNames, "chatPrefix" | "deadSubject">,
+  subject: string,
+): string {
+  const thread = chatThreadOf(names.chatPrefix, subject);
+  return `${names.deadSubject}.${thread ?? DEAD_NO_THREAD}`;
 }
 
 function nodeNumber(what: string, n: number): number {
@@ -124,7 +176,20 @@ export function subjects(names: InfraNames): Subjects {
         ? [`${chat}.*.message.created`, `${chat}.*.thread.deleted`]
         : [`${chat}.*.message.created`, `${chat}.*.thread.deleted`, `${chat}.*.*.*.*`],
     historyStreamSubjects: [`${history}.>`],
-    deadLetter: names.deadSubject,
+    deadLetterShared: names.deadSubject,
+    deadLetterOf: (thread) => `${names.deadSubject}.${token(thread)}`,
+    deadLetterNoThread: `${names.deadSubject}.${DEAD_NO_THREAD}`,
+    deadLetterFor: (subject) => deadLetterSubject(names, subject),
+    parseDeadLetter(subject) {
+      const prefix = `${names.deadSubject}.`;
+      if (!subject.startsWith(prefix)) return undefined;
+      const thread = subject.slice(prefix.length);
+      return THREAD_ID.test(thread) ? thread : undefined;
+    },
+    // `<dead>.>` does not capture `<dead>` itself (it needs one more token): both are listed, and
+    // they cannot overlap.
+    deadStreamSubjects: [names.deadSubject, `${names.deadSubject}.>`],
+    chatThread: (subject) => chatThreadOf(chat, subject),
     // Once per delivered event: no split, no joined string. `<prefix>.<thread>.<kind>[.<k>]`
     // where the kind (two tokens) is one of the two, the thread one token and k a partition.
     parseChat(subject) {
