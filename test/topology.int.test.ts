@@ -5,7 +5,7 @@ import {
   StorageType,
   type JetStreamManager,
 } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { headers, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connectNats, NatsConnectError } from "../services/nats/connect.ts";
 import {
@@ -61,7 +61,7 @@ describe("ensureTopology", () => {
     expect(history.config.storage).toBe(StorageType.File);
 
     const dead = await jsm.streams.info(names.deadStream);
-    expect(dead.config.subjects).toEqual([names.deadSubject]);
+    expect(dead.config.subjects).toEqual([names.deadSubject, `${names.deadSubject}.>`]);
 
     const status = await again.kv.status();
     expect(status.history).toBe(1);
@@ -184,6 +184,50 @@ describe("ensureTopology", () => {
     expect(stored?.header.get(DEAD_LETTER_HEADERS.subject)).toBe(letter.subject);
     expect(stored?.header.get(DEAD_LETTER_HEADERS.seq)).toBe("42");
     expect(stored?.header.get(DEAD_LETTER_HEADERS.stream)).toBe(names.chatStream);
+  });
+
+  it("adds the per-thread subjects to a DEAD stream of the single-subject version, keeping its letters", async () => {
+    const names = uniqueNames();
+    const s = subjects(names);
+    // DEAD as the version before made it: one subject, and a letter on it.
+    await jsm.streams.add({
+      name: names.deadStream,
+      subjects: [names.deadSubject],
+      storage: StorageType.File,
+      retention: RetentionPolicy.Limits,
+      description: "Events outline did not apply: original bytes, reason in headers",
+    });
+    const old = await jetstream(nc).publish(names.deadSubject, "old bytes", {
+      headers: (() => {
+        const h = headers();
+        h.set(DEAD_LETTER_HEADERS.reason, "an old reason");
+        h.set(DEAD_LETTER_HEADERS.subject, s.messageCreated("t-old"));
+        return h;
+      })(),
+    });
+    const before = await jsm.streams.info(names.deadStream);
+
+    const { js } = await ensureTopology(nc, names);
+    const after = await jsm.streams.info(names.deadStream);
+    expect(after.config.subjects).toEqual([names.deadSubject, `${names.deadSubject}.>`]);
+    expect(after.created).toBe(before.created);
+    expect(after.state.messages).toBe(1);
+    const kept = await jsm.streams.getMessage(names.deadStream, { seq: old.seq });
+    expect(kept?.subject).toBe(names.deadSubject);
+    expect(kept?.string()).toBe("old bytes");
+    expect(kept?.header.get(DEAD_LETTER_HEADERS.reason)).toBe("an old reason");
+
+    // New letters go beside it, and a second start changes nothing more.
+    const ack = await publishDeadLetter(js, names, {
+      reason: "new",
+      subject: s.messageCreated("t-old"),
+      data: new Uint8Array([1]),
+    });
+    expect(ack.stream).toBe(names.deadStream);
+    await ensureTopology(nc, names);
+    expect((await jsm.streams.info(names.deadStream)).config.subjects).toEqual(
+      after.config.subjects,
+    );
   });
 
   it("is safe when several processes start at once", async () => {

@@ -117,18 +117,23 @@ function plans(names: InfraNames, replicas: number, deletesOneByOne: boolean): P
       needs: {
         name: names.deadStream,
         variable: NAME_VARIABLES.deadStream,
-        subjects: [names.deadSubject],
+        subjects: s.deadStreamSubjects,
         keepsEverything: false,
-        purges: false,
+        // thread.deleted purges `<dead>.<thread>`, always by subject (eraser.ts says why).
+        purges: true,
         direct: false,
         rollup: false,
       },
       config: {
         ...keepAll,
         name: names.deadStream,
-        description: "Events outline did not apply: original bytes, reason in headers",
-        subjects: [names.deadSubject],
+        description:
+          "Events outline did not apply, on <dead>.<thread> (or <dead> alone, before): original bytes, reason in headers",
+        subjects: [...s.deadStreamSubjects],
       },
+      // A stream made by a version with one subject for all letters gets `<dead>.>` added in
+      // place: its letters stay where they are, still listed, and the new ones go beside them.
+      upgrade: s.deadStreamSubjects,
     },
   ];
 }
@@ -233,8 +238,9 @@ async function ensureBucket(
 }
 
 /**
- * Creates the streams and bucket outline needs, or checks the existing ones; never changes an
- * existing stream. Safe to call from every process at every start.
+ * Creates the streams and bucket outline needs, or checks the existing ones. The one change made
+ * to an existing stream is adding subjects a newer version needs (DEAD's `<dead>.>`; CHAT's
+ * partition form): nothing stored is touched. Safe to call from every process at every start.
  */
 export async function ensureTopology(
   nc: NatsConnection,
