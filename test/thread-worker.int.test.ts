@@ -217,7 +217,7 @@ describe("thread worker", () => {
       return info.state.messages === 1;
     });
     const letter = await h.jsm.streams.getMessage(h.names.deadStream, {
-      last_by_subj: h.names.deadSubject,
+      last_by_subj: h.s.deadLetterOf("gone"),
     });
     expect(letter?.header.get(DEAD_LETTER_HEADERS.reason)).toMatch(/^thread deleted/);
     expect(Number(letter?.header.get(DEAD_LETTER_HEADERS.seq))).toBe(lateSeq);

@@ -176,7 +176,12 @@ describe("ensureTopology", () => {
     const info = await jsm.streams.info(names.deadStream);
     expect(info.state.messages).toBe(2);
     const stored = await jsm.streams.getMessage(names.deadStream, { seq: first.seq });
-    expect(stored?.subject).toBe(names.deadSubject);
+    // On its thread's subject; one whose subject names no thread on the subject for those.
+    expect(stored?.subject).toBe(subjects(names).deadLetterOf("t-3"));
+    const noThread = await jsm.streams.getMessage(names.deadStream, {
+      last_by_subj: subjects(names).deadLetterNoThread,
+    });
+    expect(noThread?.header.get(DEAD_LETTER_HEADERS.reason)).toBe("no sequence");
     expect(Array.from(stored?.data ?? [])).toEqual(Array.from(original));
     expect(stored?.header.get(DEAD_LETTER_HEADERS.reason)).toBe(
       "body is not JSON: Unexpected token",

@@ -1,6 +1,7 @@
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
 import { headers } from "@nats-io/transport-node";
 import type { InfraNames } from "../config/names.ts";
+import { deadLetterSubject } from "./subjects.ts";
 
 export const DEAD_LETTER_HEADERS = {
   reason: "Outline-Reason",
@@ -40,7 +41,9 @@ function headerValue(text: string): string {
 }
 
 /**
- * Records an event that was not applied. With a sequence the record's Nats-Msg-Id is derived from
+ * Records an event that was not applied, on its thread's dead-letter subject (`<dead>.<thread>`,
+ * erased with the thread) or, when its subject names no thread, on `<dead>.unknown.thread`.
+ * With a sequence the record's Nats-Msg-Id is derived from
  * it, so a redelivery of the same bad event inside the duplicate window is stored once.
  */
 export async function publishDeadLetter(
@@ -68,7 +71,7 @@ export async function publishDeadLetter(
       data = data.subarray(0, Math.max(0, room));
     }
   }
-  return js.publish(names.deadSubject, data, {
+  return js.publish(deadLetterSubject(names, letter.subject), data, {
     headers: h,
     ...(letter.seq !== undefined ? { msgID: `dead:${stream}:${letter.seq}` } : {}),
   });
