@@ -70,8 +70,15 @@ afterAll(async () => {
 describe("nats/nats-server.conf", () => {
   it("lets the thread worker build the topology and do its work", async () => {
     const nc = await as("thread-worker", passwords.OUTLINE_WORKER_PASSWORD);
+    // DEAD as the version with one dead-letter subject made it: the worker adds the new ones.
+    await (
+      await jetstreamManager(nc)
+    ).streams.add({ name: names.deadStream, subjects: [names.deadSubject] });
     const { js, jsm, kv } = await ensureTopology(nc, names);
     await ensureTopology(nc, names);
+    expect((await jsm.streams.info(names.deadStream)).config.subjects).toEqual(
+      s.deadStreamSubjects,
+    );
 
     const platform = await as("platform", passwords.OUTLINE_PLATFORM_PASSWORD);
     await jetstream(platform).publish(s.messageCreated("t1"), '{"id":"m1"}', { msgID: "m1" });
@@ -87,6 +94,8 @@ describe("nats/nats-server.conf", () => {
 
     await js.publish(s.historyNode("t1", 0, 0), "line", { msgID: s.historyMsgId("t1", 0, 0) });
     await publishDeadLetter(js, names, { reason: "r", subject: "x", data: new Uint8Array([1]) });
+    const letter = { reason: "r", subject: s.messageCreated("t1"), data: new Uint8Array([1]) };
+    expect((await publishDeadLetter(js, names, letter)).stream).toBe(names.deadStream);
     await kv.put("t1", "{}");
     expect((await kv.get("t1"))?.string()).toBe("{}");
     const node = await jsm.direct.getMessage(names.historyStream, {
@@ -96,8 +105,10 @@ describe("nats/nats-server.conf", () => {
 
     await jsm.streams.purge(names.chatStream, { filter: s.threadChat("t1") });
     await jsm.streams.purge(names.historyStream, { filter: s.threadHistory("t1") });
+    await jsm.streams.purge(names.deadStream, { filter: s.deadLetterOf("t1") });
     await kv.purge("t1");
     expect((await jsm.streams.info(names.historyStream)).state.messages).toBe(0);
+    expect((await jsm.streams.info(names.deadStream)).state.messages).toBe(1);
   });
 
   it("lets the prompt-builder read and answer requests, but not write", async () => {
@@ -173,6 +184,7 @@ describe("nats/nats-server.conf", () => {
     expect(ack.stream).toBe(names.chatStream);
     expect(await fails(js.publish(s.historyNode("t3", 0, 0), "x", { timeout: 1_000 }))).toBe(true);
     expect(await fails(js.publish(names.deadSubject, "x", { timeout: 1_000 }))).toBe(true);
+    expect(await fails(js.publish(s.deadLetterOf("t3"), "x", { timeout: 1_000 }))).toBe(true);
     expect(await fails(jetstreamManager(nc).then((m) => m.streams.delete("CHAT")))).toBe(true);
   });
 
