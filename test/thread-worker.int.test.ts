@@ -228,6 +228,59 @@ describe("thread worker", () => {
     expect(await readSnapshot(h, "gone")).toBeNull();
   });
 
+  it("thread.deleted erases the thread's dead letters; another thread's and one naming no thread stay", async () => {
+    const h = await setup();
+    await start(h);
+    const bad = new TextEncoder().encode("not json");
+    for (let i = 0; i < 3; i++) {
+      await publishMessage(h, chatMessage("doomed", i));
+      await publishMessage(h, chatMessage("spared", i));
+    }
+    const doomedBad = await publishRaw(h, h.s.messageCreated("doomed"), bad);
+    const sparedBad = await publishRaw(h, h.s.messageCreated("spared"), bad);
+    const nowhereBad = await publishRaw(h, `${h.names.chatPrefix}.café.message.created`, bad);
+    await waitFor(
+      "three dead letters",
+      async () => (await h.jsm.streams.info(h.names.deadStream)).state.messages === 3,
+    );
+    await waitSettled(h, ["doomed", "spared"]);
+
+    await publishRaw(
+      h,
+      h.s.threadDeleted("doomed"),
+      new TextEncoder().encode(JSON.stringify({ thread: "doomed", at: "2026-02-01T00:00:00Z" })),
+    );
+    // The snapshot goes last: once it is gone, so are the dead letters.
+    await waitFor(
+      "the snapshot to be erased",
+      async () => (await readSnapshot(h, "doomed")) === null,
+    );
+
+    const dead = await h.jsm.streams.info(h.names.deadStream);
+    expect(dead.state.messages).toBe(2);
+    const left: { subject: string; from: string; seq: number }[] = [];
+    for (let seq = dead.state.first_seq; seq <= dead.state.last_seq; seq++) {
+      const m = await h.jsm.streams.getMessage(h.names.deadStream, { seq }).catch(() => null);
+      if (!m) continue;
+      left.push({
+        subject: m.subject,
+        from: m.header.get(DEAD_LETTER_HEADERS.subject),
+        seq: Number(m.header.get(DEAD_LETTER_HEADERS.seq)),
+      });
+    }
+    expect(left.map((l) => l.seq).sort((a, b) => a - b)).toEqual([sparedBad, nowhereBad]);
+    expect(left.some((l) => l.seq === doomedBad || l.from.includes("doomed"))).toBe(false);
+    expect(left).toContainEqual({
+      subject: h.s.deadLetterOf("spared"),
+      from: h.s.messageCreated("spared"),
+      seq: sparedBad,
+    });
+    expect(left).toContainEqual(
+      expect.objectContaining({ subject: h.s.deadLetterNoThread, seq: nowhereBad }),
+    );
+    await expectMatchesCore(h, ["spared"]);
+  });
+
   it("a crashed worker's successor ends in the same snapshots, no message applied twice", async () => {
     const h = await setup();
     const threads = ["c1", "c2", "c3"];

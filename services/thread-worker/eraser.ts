@@ -3,7 +3,10 @@ import { kvStream, kvSubject } from "./buckets.ts";
 import { eraseIdIndex } from "./id-index.ts";
 import type { SlotTools } from "./slot-tools.ts";
 
-/** Purges the thread's CHAT events up to `seen` (dead-lettered ones keep their bytes in DEAD). */
+/**
+ * Purges the thread's CHAT events up to `seen`. Their dead letters go with eraseThread; those of
+ * events after the delete (refused: "thread deleted") are recorded anew and stay.
+ */
 export async function purgeChat(tools: SlotTools, seen: number): Promise<void> {
   const { ctx, thread } = tools;
   await tools.retry("erase the thread's chat events", () =>
@@ -19,7 +22,7 @@ export async function purgeChat(tools: SlotTools, seen: number): Promise<void> {
 
 /**
  * Erases everything of a deleted thread, its tombstone saved already: CHAT up to the delete,
- * HISTORY, the id index and the snapshot, in that order. CHAT first and the snapshot last: the
+ * HISTORY, the id index, its dead letters and the snapshot, in that order. CHAT first and the snapshot last: the
  * API answers 404 once a thread has neither, so while the erase runs (one delete per message on
  * servers before 2.10) it can fail a request for the thread, but never serve its messages as a
  * thread without a snapshot.
@@ -34,6 +37,13 @@ export async function eraseThread(tools: SlotTools, seen: number): Promise<void>
   );
   await tools.retry("erase the message id index", () =>
     eraseIdIndex(jsm, buckets.names.ids, thread, purge),
+  );
+  // Always one purge, on nats-server < 2.10 too: the bug that makes CHAT and HISTORY delete one
+  // by one (erase.ts) sends consumers covering the subject to the stream's end, and outline keeps
+  // none on DEAD (`outline dead` reads with a short-lived one that at worst ends its listing
+  // early). Letters of the shared subject of older versions are not reached: not erased.
+  await tools.retry("erase the thread's dead letters", () =>
+    eraseSubject(jsm, names.deadStream, subjects.deadLetterOf(thread), { purge: true }),
   );
   await tools.retry("erase the snapshot", () =>
     eraseSubject(jsm, kvStream(names.kvBucket), kvSubject(names.kvBucket, thread), { purge }),
