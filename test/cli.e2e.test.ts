@@ -2,8 +2,8 @@ import { execFile, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { headers, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageCreatedSchema, type Message } from "../shared/events.ts";
 import { DEFAULT_SETTINGS } from "../shared/settings.ts";
@@ -16,7 +16,12 @@ import {
   type NameKey,
 } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
-import { ensureTopology, publishDeadLetter, subjects } from "../services/nats/topology.ts";
+import {
+  DEAD_LETTER_HEADERS,
+  ensureTopology,
+  publishDeadLetter,
+  subjects,
+} from "../services/nats/topology.ts";
 import { startSearchService } from "../services/search/service.ts";
 import { ensureWorkerBuckets } from "../services/thread-worker/buckets.ts";
 import { lineHolding } from "../shared/search.ts";
@@ -46,9 +51,14 @@ let snapshot: OutlineSnapshot;
 
 /** Runs the published bin exactly as `npx outline …` does, against the test's NATS and names. */
 function outline(...args: string[]): Promise<Run> {
+  return outlineNamed(names, ...args);
+}
+
+/** As `outline`, with other names. */
+function outlineNamed(named: InfraNames, ...args: string[]): Promise<Run> {
   const env: Record<string, string | undefined> = { ...process.env };
   for (const key of Object.keys(NAME_VARIABLES) as NameKey[]) {
-    env[NAME_VARIABLES[key]] = names[key];
+    env[NAME_VARIABLES[key]] = named[key];
   }
   return new Promise((resolve) => {
     execFile(
@@ -438,6 +448,70 @@ describe("outline send from stdin, import, dead", () => {
     expect(oneOfA.stdout).not.toContain("#11)");
     expect(oneOfA.stderr).toContain("1 dead letter (thread dead-a, the newest 1)");
     expect((await outline("dead", "--limit", "0")).code).toBe(2);
+  });
+
+  it("lists the letters of a DEAD stream made with one subject beside the new ones, after its upgrade", async () => {
+    const old = uniqueNames();
+    const s = subjects(old);
+    // DEAD and its letters as the version with one dead-letter subject left them.
+    await jsm.streams.add({
+      name: old.deadStream,
+      subjects: [old.deadSubject],
+      storage: StorageType.File,
+    });
+    const oldLetter = async (subject: string, seq: number) => {
+      const h = headers();
+      h.set(DEAD_LETTER_HEADERS.reason, `old reason ${seq}`);
+      h.set(DEAD_LETTER_HEADERS.subject, subject);
+      h.set(DEAD_LETTER_HEADERS.stream, old.chatStream);
+      h.set(DEAD_LETTER_HEADERS.seq, String(seq));
+      await js.publish(old.deadSubject, `old bytes ${seq}`, { headers: h });
+    };
+    await oldLetter(s.messageCreated("old-a"), 1);
+    await oldLetter(s.messageCreated("old-b"), 2);
+    // An unknown event type still names its thread.
+    await oldLetter(`${old.chatPrefix}.old-a.message.edited`, 3);
+
+    // A worker of this version starts: the stream is upgraded, new letters go per thread.
+    const upgraded = await ensureTopology(nc, old);
+    for (const [thread, seq] of [
+      ["old-a", 4],
+      ["old-b", 5],
+    ] as const) {
+      await publishDeadLetter(upgraded.js, old, {
+        reason: `new reason ${seq}`,
+        subject: s.messageCreated(thread),
+        data: new TextEncoder().encode(`new bytes ${seq}`),
+        seq,
+      });
+    }
+    // An older worker still running during the upgrade records one more on the shared subject.
+    await oldLetter(s.messageCreated("old-a"), 6);
+    const seqsOf = (run: Run) =>
+      run.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { thread: string | null; seq: number })
+        .map((e) => `${e.thread}#${e.seq}`);
+
+    const all = await outlineNamed(old, "dead", "--json");
+    expect(all.code, all.stderr).toBe(0);
+    expect(seqsOf(all)).toEqual(["old-a#1", "old-b#2", "old-a#3", "old-a#4", "old-b#5", "old-a#6"]);
+    const text = await outlineNamed(old, "dead");
+    expect(text.stdout).toContain("reason:   old reason 1");
+    expect(text.stdout).toContain('original: "old bytes 1"');
+    expect(text.stderr).toContain("6 dead letters; 6 in stream");
+    // By thread: its letters on the shared subject and on its own, read apart, in stream order.
+    const a = await outlineNamed(old, "dead", "--thread", "old-a", "--json");
+    expect(seqsOf(a)).toEqual(["old-a#1", "old-a#3", "old-a#4", "old-a#6"]);
+    const b = await outlineNamed(old, "dead", "--thread", "old-b", "--limit", "1", "--json");
+    expect(seqsOf(b)).toEqual(["old-b#5"]);
+    const newestOfA = await outlineNamed(old, "dead", "--thread", "old-a", "--limit", "2");
+    expect(newestOfA.stdout).toContain("new reason 4");
+    expect(newestOfA.stdout.indexOf("old reason 6")).toBeGreaterThan(
+      newestOfA.stdout.indexOf("new reason 4"),
+    );
+    expect(newestOfA.stdout).not.toContain("old reason 3");
   });
 
   it("exits quietly when its reader goes away (| head)", async () => {
