@@ -4,6 +4,9 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connectNats } from "../services/nats/connect.ts";
 import { eraseSubject, purgeBySubjectIsSafe } from "../services/nats/erase.ts";
+import { ensureTopology, publishDeadLetter, subjects } from "../services/nats/topology.ts";
+import { lettersAfterDelete } from "../services/thread-worker/eraser.ts";
+import { uniqueNames } from "./support/thread-worker.ts";
 
 let nc: NatsConnection;
 let jsm: JetStreamManager;
@@ -114,5 +117,49 @@ describe("eraseSubject", () => {
     expect(left).toEqual({ a: 0, b: 3 });
     if (purgeBySubjectIsSafe(nc.info?.version)) expect(delivered).toEqual(["b2", "b3"]);
     else expect(delivered).toEqual([]);
+  });
+});
+
+describe("lettersAfterDelete", () => {
+  it("finds the first dead letter of an event after the delete, or none", async () => {
+    const names = uniqueNames();
+    const { js } = await ensureTopology(nc, names);
+    const s = subjects(names);
+    const letter = (thread: string, seq: number | undefined) =>
+      publishDeadLetter(js, names, {
+        reason: `r${seq}`,
+        subject: s.messageCreated(thread),
+        data: new Uint8Array([1]),
+        ...(seq === undefined ? {} : { seq }),
+      });
+    const find = (thread: string, deletedAt: number) =>
+      lettersAfterDelete(
+        jsm,
+        names.deadStream,
+        s.deadLetterOf(thread),
+        names.chatStream,
+        deletedAt,
+      );
+
+    expect(await find("a", 7)).toBeUndefined(); // no letter at all
+    await letter("a", 5);
+    await letter("b", 8);
+    await letter("a", undefined);
+    await letter("a", 7);
+    expect(await find("a", 7)).toBeUndefined(); // none after the delete: purge them all
+    const late = await letter("a", 9);
+    await letter("b", 10);
+    await letter("a", 11);
+    expect(await find("a", 7)).toBe(late.seq);
+    expect(await find("a", 4)).toBe(late.seq - 4); // the first letter of a, #5
+    expect(await find("b", 7)).toBe(late.seq - 3); // b's #8
+
+    // The purge it bounds leaves the later letters, and b's.
+    await eraseSubject(jsm, names.deadStream, s.deadLetterOf("a"), {
+      purge: true,
+      below: late.seq,
+    });
+    const info = await jsm.streams.info(names.deadStream, { subjects_filter: ">" });
+    expect(info.state.subjects).toEqual({ [s.deadLetterOf("a")]: 2, [s.deadLetterOf("b")]: 2 });
   });
 });

@@ -14,6 +14,7 @@ import { forwardSearch } from "../services/prompt-builder/search-forward.ts";
 import { startSearchService } from "../services/search/service.ts";
 import { openAppliedIds } from "../services/cli/applied-ids.ts";
 import { ensureWorkerBuckets } from "../services/thread-worker/buckets.ts";
+import { lettersAfterDelete } from "../services/thread-worker/eraser.ts";
 import { DEFAULT_SETTINGS } from "../shared/settings.ts";
 import { makeMessage } from "./support/conversation.ts";
 import { publishState, replayWithNodes, storedMessages } from "./support/outline-fixture.ts";
@@ -105,6 +106,10 @@ describe("nats/nats-server.conf", () => {
 
     await jsm.streams.purge(names.chatStream, { filter: s.threadChat("t1") });
     await jsm.streams.purge(names.historyStream, { filter: s.threadHistory("t1") });
+    // thread.deleted reads where the thread's letters end, then purges them.
+    expect(
+      await lettersAfterDelete(jsm, names.deadStream, s.deadLetterOf("t1"), names.chatStream, 0),
+    ).toBeUndefined();
     await jsm.streams.purge(names.deadStream, { filter: s.deadLetterOf("t1") });
     await kv.purge("t1");
     expect((await jsm.streams.info(names.historyStream)).state.messages).toBe(0);

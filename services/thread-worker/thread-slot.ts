@@ -400,7 +400,9 @@ export class ThreadSlot {
     this.#ctx.refusals.forget(this.thread);
     this.#snapshots.forget();
     await this.#save();
-    await eraseThread(this.#tools, this.#cursor.seen);
+    // The delete's sequence: from its effect, or a reloaded tombstone's (it is the core's seq).
+    const deletedAt = this.#hosted.erasedAt ?? this.#hosted.state().seq;
+    await eraseThread(this.#tools, this.#cursor.seen, deletedAt);
     this.#snapshots.revision = 0;
     this.#erasing = false;
     this.#hosted.erasedAt = undefined;
