@@ -13,7 +13,14 @@ import { startNatsServer, type LocalNats } from "../services/start/nats-server.t
 import { forwardSearch } from "../services/prompt-builder/search-forward.ts";
 import { startSearchService } from "../services/search/service.ts";
 import { openAppliedIds } from "../services/cli/applied-ids.ts";
-import { ensureWorkerBuckets } from "../services/thread-worker/buckets.ts";
+import {
+  ensureWorkerBuckets,
+  kvStream,
+  kvSubject,
+  workerBucketNames,
+} from "../services/thread-worker/buckets.ts";
+import { eraseIdIndex } from "../services/thread-worker/id-index.ts";
+import { eraseSubject, purgeBySubjectIsSafe } from "../services/nats/erase.ts";
 import { lettersAfterDelete } from "../services/thread-worker/eraser.ts";
 import { DEFAULT_SETTINGS } from "../shared/settings.ts";
 import { makeMessage } from "./support/conversation.ts";
@@ -104,14 +111,22 @@ describe("nats/nats-server.conf", () => {
     });
     expect(node?.string()).toBe("line");
 
-    await jsm.streams.purge(names.chatStream, { filter: s.threadChat("t1") });
-    await jsm.streams.purge(names.historyStream, { filter: s.threadHistory("t1") });
+    // thread.deleted erases as eraser.ts does: a purge by subject on nats-server 2.10 on, a
+    // delete per message before (erase.ts). The server here may be either: both must be allowed.
+    await ensureWorkerBuckets(js, jsm, names);
+    const ids = workerBucketNames(names).ids;
+    await js.publish(kvSubject(ids, "t1.m1"), "1");
+    const purge = purgeBySubjectIsSafe(nc.info?.version);
+    expect(await eraseSubject(jsm, names.chatStream, s.threadChat("t1"), { purge })).toBe(1);
+    expect(await eraseSubject(jsm, names.historyStream, s.threadHistory("t1"), { purge })).toBe(1);
+    expect(await eraseIdIndex(jsm, ids, "t1", purge)).toBe(1);
     // thread.deleted reads where the thread's letters end, then purges them.
     expect(
       await lettersAfterDelete(jsm, names.deadStream, s.deadLetterOf("t1"), names.chatStream, 0),
     ).toBeUndefined();
     await jsm.streams.purge(names.deadStream, { filter: s.deadLetterOf("t1") });
-    await kv.purge("t1");
+    await eraseSubject(jsm, kvStream(names.kvBucket), kvSubject(names.kvBucket, "t1"), { purge });
+    expect(await kv.get("t1")).toBeNull();
     expect((await jsm.streams.info(names.historyStream)).state.messages).toBe(0);
     expect((await jsm.streams.info(names.deadStream)).state.messages).toBe(1);
   });
