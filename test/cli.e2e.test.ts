@@ -25,6 +25,8 @@ import {
 import { startSearchService } from "../services/search/service.ts";
 import { ensureWorkerBuckets } from "../services/thread-worker/buckets.ts";
 import { lineHolding } from "../shared/search.ts";
+import { SEARCH_HEADER_LINE } from "../shared/prompt.ts";
+import { startTestApi } from "./support/prompt-builder-api.ts";
 import { makeMessage } from "./support/conversation.ts";
 import {
   publishMessages,
@@ -301,18 +303,45 @@ describe("outline outline / prompt / zoom", () => {
     expect(JSON.parse(json.stdout)).toEqual(snapshot);
   });
 
-  it("prints the prompt: the outline message, then the whole messages", async () => {
-    const r = await outline("prompt", thread, "--agent", "north");
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toContain("<chat>");
-    const first = snapshot.lines[0];
-    expect(r.stdout).toContain(`${first?.id}+${first?.n}|`);
-    const last = messages.at(-1) as Message;
-    expect(r.stdout).toContain(last.text);
-    const json = JSON.parse((await outline("prompt", thread, "--json")).stdout) as {
-      messages: unknown[];
-    };
-    expect(json.messages).toHaveLength(1 + snapshot.tail.length);
+  it("prints the prompt the running prompt-builder builds, and says when none runs", async () => {
+    // No prompt-builder on the test's subjects: the command says whom it asked and what to run.
+    const none = await outline("prompt", thread, "--agent", "north");
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain(`no prompt-builder answers on ${names.apiPrefix}.prompt`);
+    expect(none.stderr).toContain("npm start");
+    expect(none.stderr).toContain("PROMPT_BUILDER_UNAVAILABLE");
+
+    // The service has search on, this shell has not (HISTORY_SEARCH unset): the prompt is the
+    // service's, header line about search(q) included.
+    expect(process.env.HISTORY_SEARCH ?? "off").toBe("off");
+    const api = await startTestApi(nc, names, { operations: { search: true } });
+    try {
+      const r = await outline("prompt", thread, "--agent", "north");
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain("<chat>");
+      expect(r.stdout).toContain(SEARCH_HEADER_LINE);
+      const first = snapshot.lines[0];
+      expect(r.stdout).toContain(`${first?.id}+${first?.n}|`);
+      const last = messages.at(-1) as Message;
+      expect(r.stdout).toContain(last.text);
+      const json = JSON.parse(
+        (await outline("prompt", thread, "--agent", "north", "--json")).stdout,
+      ) as {
+        messages: unknown[];
+      };
+      expect(json.messages).toHaveLength(1 + snapshot.tail.length);
+      const served = await fetch(`${api.base}/threads/${thread}/prompt?agent=north`);
+      expect(json).toEqual(await served.json());
+
+      const unknown = await outline("prompt", "nobody-here");
+      expect(unknown.code).toBe(1);
+      expect(unknown.stderr).toContain("THREAD_NOT_FOUND");
+      const bad = await outline("prompt", thread, "--format", "xml");
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain("BAD_FORMAT");
+    } finally {
+      await api.close();
+    }
   });
 
   it("zooms into a line and reads a message whole; a bad zoom exits 2 naming the rule", async () => {
@@ -334,7 +363,7 @@ describe("outline outline / prompt / zoom", () => {
     const bad = await outline("zoom", thread, "8", "3");
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("N_NOT_POWER_OF_TWO");
-    const unknown = await outline("prompt", "nobody-here");
+    const unknown = await outline("zoom", "nobody-here", "0", "1");
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain("THREAD_NOT_FOUND");
   });

@@ -1,11 +1,14 @@
 import type { AnthropicMessage, OpenAIMessage } from "../../shared/prompt.ts";
+import type { PromptReply } from "../prompt-builder/operations.ts";
 import { parse, str } from "./args.ts";
+import { askPromptBuilder } from "./ask.ts";
 import type { Command } from "./command.ts";
 import { withSession } from "./session.ts";
 
 const USAGE = `usage: outline prompt <thread> [--agent NAME] [--from ISO-TIME] [--format openai|anthropic] [--json]
 
 Prints the prompt an agent would be sent (README.md, "How it flows"): the outline message, then the whole messages.
+It asks the running prompt-builder (npm start), so the prompt is built with its settings.
 
   --agent NAME    whose messages are 'assistant' (others are 'user', prefixed with the author)
   --from TIME     leave out lines and messages older than this ISO-8601 time
@@ -32,13 +35,14 @@ export const prompt: Command = {
       1,
     );
     if (args.help) return out.help(USAGE);
-    return withSession(async ({ operations }) => {
-      const reply = await operations.prompt({
+    return withSession(async ({ nc, config }) => {
+      const body = await askPromptBuilder(nc, config.names.apiPrefix, "prompt", {
         thread: args.positionals[0],
         agent: str(args.values.agent),
         from: str(args.values.from),
         format: str(args.values.format),
       });
+      const reply = JSON.parse(new TextDecoder().decode(body)) as PromptReply;
       if (args.values.json === true) {
         out.line(JSON.stringify(reply, null, 2));
         return 0;

@@ -12,7 +12,12 @@ export interface Session {
   nc: NatsConnection;
   js: JetStreamClient;
   reader: ThreadReader;
-  operations: Operations;
+  /**
+   * Zoom and outline read the streams and the bucket directly: no setting enters them, so they
+   * answer as the prompt-builder would, and work while none runs. A prompt depends on the
+   * service's settings (HISTORY_SEARCH, the tail's cap): `outline prompt` asks the service.
+   */
+  operations: Pick<Operations, "zoom" | "outline">;
 }
 
 /** Connects for one command and closes afterwards, whatever the command did. */
@@ -43,10 +48,7 @@ export async function withSession<T>(use: (session: Session) => Promise<T>): Pro
       nc,
       js: jetstream(nc),
       reader,
-      operations: createOperations(reader, {
-        tailCap: 2 * config.settings.tail[1],
-        search: config.settings.search,
-      }),
+      operations: createOperations(reader),
     }).catch(named);
   } finally {
     await nc.close();
