@@ -99,18 +99,31 @@ export interface Page {
   note?: string;
 }
 
-/** Pages a message's text by characters without splitting a surrogate pair. */
-export function pageText(text: string, offset: number, limit: number, explicit: boolean): Page {
+const isHigh = (unit: number) => unit >= 0xd800 && unit <= 0xdbff;
+const isLow = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff;
+
+/** `at` falls between the two halves of a surrogate pair (one character, two code units). */
+const insidePair = (text: string, at: number) =>
+  at > 0 && at < text.length && isHigh(text.charCodeAt(at - 1)) && isLow(text.charCodeAt(at));
+
+/**
+ * Pages a message's text. Offsets and limits count UTF-16 code units (JavaScript string indices),
+ * but no page splits a character: an `offset` inside a surrogate pair starts the page at the
+ * pair (the page's `offset` says where it starts), an end inside one ends it before the pair, and
+ * a page holds at least one character (2 units for `limit` 1 on an astral one), so following
+ * `next` gives the message back whole.
+ */
+export function pageText(text: string, requested: number, limit: number, explicit: boolean): Page {
   const total = text.length;
-  if (offset > total) {
+  if (requested > total) {
     throw new ZoomError(
       "BAD_PAGE",
-      `offset ${offset} is past the end of the message (${total} characters)`,
+      `offset ${requested} is past the end of the message (${total} characters)`,
     );
   }
+  const offset = insidePair(text, requested) ? requested - 1 : requested;
   let end = Math.min(total, offset + limit);
-  const last = text.charCodeAt(end - 1);
-  if (end < total && last >= 0xd800 && last <= 0xdbff) end -= 1;
+  if (insidePair(text, end)) end = end - 1 > offset ? end - 1 : end + 1;
   const next = end < total ? end : null;
   const page = { offset, limit, total, next };
   const slice = text.slice(offset, end);

@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ZoomError } from "../shared/errors.ts";
 import type { Message } from "../shared/events.ts";
@@ -87,6 +88,44 @@ describe("zoom resolution", () => {
     const split = pageText("ab😀cd", 0, 3, true);
     expect(split.text).toBe("ab");
     expect(split.page.next).toBe(2);
+  });
+
+  it("no page holds half a character, and pages by next give the message back", () => {
+    // An offset inside a pair starts the page at the pair; limit 1 on one gives it whole.
+    const inside = pageText("🎉🎉", 1, ZOOM_PAGE, true);
+    expect(inside.text).toBe("🎉🎉");
+    expect(inside.page.offset).toBe(0);
+    expect(pageText("a🎉b", 1, 1, true)).toMatchObject({ text: "🎉", page: { next: 3 } });
+
+    const char = fc.oneof(
+      fc.constantFrom("a", " ", "é", "\n", "中"),
+      fc.integer({ min: 0x10000, max: 0x10ffff }).map((c) => String.fromCodePoint(c)),
+    );
+    const textArb = fc.array(char, { maxLength: 40 }).map((cs) => cs.join(""));
+    const lone = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+    fc.assert(
+      fc.property(textArb, fc.nat(), fc.integer({ min: 1, max: 9 }), (text, at, limit) => {
+        const page = pageText(text, at % (text.length + 1), limit, true);
+        expect(page.text).not.toMatch(lone);
+        expect(text.slice(page.page.offset).startsWith(page.text)).toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
+    fc.assert(
+      fc.property(textArb, fc.integer({ min: 1, max: 9 }), (text, limit) => {
+        const pages: string[] = [];
+        let next: number | null = 0;
+        while (next !== null) {
+          if (pages.length > text.length) throw new Error(`no progress at offset ${next}`);
+          const page = pageText(text, next, limit, true);
+          expect(page.text).not.toMatch(lone);
+          pages.push(page.text);
+          next = page.page.next;
+        }
+        expect(pages.join("")).toBe(text);
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it("paging a short message says it fits in one zoom", () => {
