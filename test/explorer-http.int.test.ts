@@ -5,6 +5,7 @@ import type { InfraNames } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology } from "../services/nats/topology.ts";
 import { createExplorer, type Explorer } from "../services/prompt-builder/explorer/explorer.ts";
+import { MAX_STREAMS } from "../services/prompt-builder/explorer/live.ts";
 import type { TailPage, ThreadBody } from "../services/prompt-builder/explorer/types.ts";
 import { natsHealth } from "../services/prompt-builder/health.ts";
 import { createHttpServer, listen } from "../services/prompt-builder/http.ts";
@@ -247,6 +248,22 @@ describe("the explorer over HTTP", () => {
     );
     await reader.cancel();
     await h.snapshots.delete("http-a");
+  });
+
+  it("answers 404 for the live stream of an unknown thread, taking no live slot", async () => {
+    const { base } = await start(undefined);
+    // More than the live slots: each is refused at once, and a known thread still gets its stream.
+    for (let i = 0; i <= MAX_STREAMS; i++) {
+      const res = await fetch(`${base}/ui/api/threads/nobody-${i}/events`);
+      if (res.status !== 404) await res.body?.cancel();
+      expect(res.status).toBe(404);
+      const json = (await res.json()) as { error: { code: string } };
+      expect([res.status, json.error.code]).toEqual([404, "THREAD_NOT_FOUND"]);
+    }
+    const known = await fetch(`${base}/ui/api/threads/http-a/events`);
+    expect(known.status).toBe(200);
+    expect(known.headers.get("content-type")).toContain("text/event-stream");
+    await known.body?.cancel();
   });
 
   it("ends its live streams on close, so the server can stop", async () => {

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { CoreSettings } from "../../../shared/settings.ts";
 import type { InfraNames } from "../../config/names.ts";
-import { ApiError } from "../api-error.ts";
+import { ApiError, notFound } from "../api-error.ts";
 import type { Operations } from "../operations.ts";
 import type { ThreadReader } from "../reader.ts";
 import { limitArg, threadArg, type RawRequest } from "../requests.ts";
@@ -165,8 +165,16 @@ export function createExplorer(options: ExplorerOptions): Explorer {
         const body: ActorBody = found ? { live: true, actor: found } : { live: false };
         return json(res, body);
       }
-      case "events":
+      case "events": {
+        // Before a live slot is taken: a stream for a thread that is not there would hold one
+        // (and its watch) until the page goes, and 64 of them shut every page out.
+        const [stored, lastSeq] = await Promise.all([
+          reader.storedSnapshot(thread),
+          reader.lastMessageSeq(thread),
+        ]);
+        if (!stored && lastSeq === 0) throw notFound(thread);
         return live.stream(thread, res);
+      }
       case "search":
         if (options.search) return json(res, await options.search(raw));
         break;
