@@ -4,6 +4,14 @@ const integer = new Intl.NumberFormat("en-US");
 
 export const num = (n: number | undefined): string => (n === undefined ? "–" : integer.format(n));
 
+/** What the outline's lines cover: "12 lines covering messages 0–255", or that none is yet. */
+export function coverage(lines: number, boundary: number): string {
+  const counted = `${num(lines)} line${lines === 1 ? "" : "s"}`;
+  return boundary > 0
+    ? `${counted} covering messages 0–${num(boundary - 1)}`
+    : `${counted}, covering no message yet`;
+}
+
 export function bytes(n: number | undefined): string {
   if (n === undefined) return "–";
   if (n < 1024) return `${n} B`;

@@ -11,7 +11,7 @@ import type {
 import { ActorBadge, ActorPanel } from "./actor.tsx";
 import type { ApiError } from "../api-error.ts";
 import { getJson, threadPath } from "./api.ts";
-import { ago, bytes, num, when } from "./format.ts";
+import { ago, bytes, coverage, num, when } from "./format.ts";
 import { useKeys } from "./keys.ts";
 import { CoverageStrip, OutlineTree } from "./outline-tree.tsx";
 import { PromptPanel } from "./prompt.tsx";
@@ -211,8 +211,8 @@ export function ThreadView(props: { thread: string; config: ExplorerConfig | nul
           <header>
             <h2 id="outline-title">Outline</h2>
             <span class="muted small">
-              {num(s.lines.length)} lines covering messages 0–{num(Math.max(0, s.boundary - 1))} ·{" "}
-              {bytes(s.bytes)} of {bytes(settings.outline[1])}
+              {coverage(s.lines.length, s.boundary)} · {bytes(s.bytes)} of{" "}
+              {bytes(settings.outline[1])}
               {s.complete ? "" : " · incomplete (started mid-thread)"}
             </span>
           </header>
