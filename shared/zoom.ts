@@ -35,7 +35,8 @@ function lineCovering(outline: readonly NodeRef[], position: number): NodeRef | 
   return undefined;
 }
 
-function wholeNumber(name: string, value: number | undefined, fallback: number): number {
+/** A page's `offset` or `limit` is a whole number ≥ 0 (`fallback` when not given), else BAD_PAGE. */
+export function wholeNumber(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   if (!Number.isSafeInteger(value) || value < 0) {
     throw new ZoomError("BAD_PAGE", `${name} must be a whole number ≥ 0, got ${String(value)}`);

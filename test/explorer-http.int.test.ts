@@ -126,6 +126,19 @@ describe("the explorer over HTTP", () => {
     ).json()) as TailPage;
     expect(tail.messages.map((m) => m.position)).toEqual([2, 3, 4]);
     expect(tail.messages[0]?.id).toBe("http-a-m2");
+    // Past the end: no page quietly taken from elsewhere, but an empty one with the count.
+    const past = await fetch(`${base}/ui/api/threads/http-a/tail?offset=999`);
+    expect(past.status).toBe(200);
+    expect(await past.json()).toMatchObject({ count: 8, offset: 999, messages: [] });
+    const atEnd = (await (
+      await fetch(`${base}/ui/api/threads/http-a/tail?offset=8`)
+    ).json()) as TailPage;
+    expect([atEnd.count, atEnd.offset, atEnd.messages]).toEqual([8, 8, []]);
+    // A negative offset is refused as zoom refuses one, with the same code and words.
+    const negative = await fetch(`${base}/ui/api/threads/http-a/tail?offset=-1`);
+    expect(await negative.json()).toEqual({
+      error: { code: "BAD_PAGE", message: "offset must be a whole number ≥ 0, got -1" },
+    });
     const zoom = (await (await fetch(`${base}/ui/api/threads/http-a/zoom?id=1&n=1`)).json()) as {
       message: { id: string };
     };
@@ -144,7 +157,8 @@ describe("the explorer over HTTP", () => {
       ["/ui/api/threads/bad%20id", 400, "BAD_THREAD_ID"],
       ["/ui/api/threads/%E0%A4%A", 400, "BAD_THREAD_ID"],
       ["/ui/api/threads/http-a/zoom?id=3&n=3", 400, "N_NOT_POWER_OF_TWO"],
-      ["/ui/api/threads/http-a/tail?offset=-1", 400, "NOT_A_NUMBER"],
+      ["/ui/api/threads/http-a/tail?offset=-1", 400, "BAD_PAGE"],
+      ["/ui/api/threads/http-a/tail?offset=x", 400, "NOT_A_NUMBER"],
       ["/ui/api/threads/http-a/tail?limit=0", 400, "BAD_LIMIT"],
       ["/ui/api/threads/http-a/tail?limit=501", 400, "BAD_LIMIT"],
       ["/ui/api/threads/http-a/nothing", 404, "NO_SUCH_ROUTE"],

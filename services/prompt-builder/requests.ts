@@ -1,5 +1,7 @@
 import { z } from "zod";
+import { ZoomError } from "../../shared/errors.ts";
 import { THREAD_ID } from "../../shared/events.ts";
+import { wholeNumber } from "../../shared/zoom.ts";
 import { ApiError } from "./api-error.ts";
 
 /**
@@ -76,6 +78,19 @@ export function limitArg(raw: RawRequest, fallback: number, max: number, unit: s
   const limit = integer(raw, "limit", range) ?? fallback;
   if (limit < 1 || limit > max) throw bad("BAD_LIMIT", `limit is ${range}, got ${limit}`);
   return limit;
+}
+
+/**
+ * A page's start (`offset`), 0 when not given: checked by the rule zoom pages a message by, so a
+ * negative one is the same 400 BAD_PAGE ("offset must be a whole number ≥ 0") wherever it is sent.
+ */
+export function offsetArg(raw: RawRequest): number {
+  try {
+    return wholeNumber("offset", integer(raw, "offset"), 0);
+  } catch (err) {
+    if (err instanceof ZoomError) throw bad(err.code, err.message);
+    throw err;
+  }
 }
 
 export function promptArgs(raw: RawRequest): PromptArgs {

@@ -5,7 +5,7 @@ import type { InfraNames } from "../../config/names.ts";
 import { ApiError, notFound } from "../api-error.ts";
 import type { Operations } from "../operations.ts";
 import type { ThreadReader } from "../reader.ts";
-import { limitArg, threadArg, type RawRequest } from "../requests.ts";
+import { limitArg, offsetArg, threadArg, type RawRequest } from "../requests.ts";
 import { actorStates } from "./actors.ts";
 import { bundleExplorer, type ExplorerAssets } from "./assets.ts";
 import { liveThreads } from "./live.ts";
@@ -152,7 +152,7 @@ export function createExplorer(options: ExplorerOptions): Explorer {
           res,
           await views.tail(
             thread,
-            int(url, "offset", 0, 1e9),
+            offsetArg(raw),
             limitArg(raw, TAIL_PAGE, MAX_TAIL_PAGE, "messages"),
           ),
         );

@@ -106,7 +106,9 @@ export function threadViews(
     async tail(thread: string, offset: number, limit: number): Promise<TailPage> {
       const { snapshot, messages } = await whole(thread);
       const costs = costsOf(messages);
-      const from = Math.min(Math.max(0, offset), Math.max(0, messages.length - 1));
+      // Past the end is an empty page with the count, not another page: a cut shortens the tail
+      // under an open page, whose next read then learns where the tail ends now.
+      const from = offset;
       const page: TailMessage[] = messages.slice(from, from + limit).map((m, k) => {
         const text = m.message.text;
         return {

@@ -106,6 +106,12 @@ export function TailPanel(props: {
     const abort = new AbortController();
     getJson<TailPage>(threadPath(thread, `/tail?offset=${offset}&limit=${PAGE}`), abort.signal)
       .then((p) => {
+        // A cut shortened the tail under this page: the server answers an empty page with the
+        // count, and the page steps back to the last one there is.
+        if (p.messages.length === 0 && offset > 0 && offset >= p.count) {
+          setOffset(Math.floor(Math.max(0, p.count - 1) / PAGE) * PAGE);
+          return;
+        }
         setPage(p);
         setError(null);
       })
