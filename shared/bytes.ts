@@ -72,3 +72,61 @@ export function foldNewlines(text: string): string {
   if (text.indexOf("\n") < 0 && text.indexOf("\r") < 0) return text;
   return text.replace(/\s*[\r\n]+\s*/g, " ");
 }
+
+// Fatal: an ill-formed sequence is an error, never a U+FFFD put in its place. Measured on a
+// 1 KB body it costs no more than the replacing decoder (within noise), and less than
+// `isUtf8` followed by a decode.
+const strict = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * `bytes` as text, or undefined when they are not well-formed UTF-8. A chat event's body is
+ * decoded with this, by the worker and the replay alike: one that is not UTF-8 is refused, not
+ * applied with replacement characters (SPEC §7).
+ */
+export function utf8Text(bytes: Uint8Array): string | undefined {
+  try {
+    return strict.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Where the first ill-formed UTF-8 sequence of `bytes` starts (the byte a decoder would replace
+ * with U+FFFD first), or -1 when they are well-formed: for a reason's "at byte N", so read only
+ * once `utf8Text` has refused the bytes.
+ */
+export function invalidUtf8At(bytes: Uint8Array): number {
+  const n = bytes.length;
+  let i = 0;
+  while (i < n) {
+    const b = bytes[i] as number;
+    if (b < 0x80) {
+      i += 1;
+      continue;
+    }
+    // The sequence's length and the range of its second byte (Unicode Table 3-7).
+    let size: number;
+    let low = 0x80;
+    let high = 0xbf;
+    if (b >= 0xc2 && b <= 0xdf) size = 2;
+    else if (b >= 0xe0 && b <= 0xef) {
+      size = 3;
+      if (b === 0xe0) low = 0xa0;
+      else if (b === 0xed) high = 0x9f;
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      size = 4;
+      if (b === 0xf0) low = 0x90;
+      else if (b === 0xf4) high = 0x8f;
+    } else return i;
+    if (i + size > n) return i;
+    const second = bytes[i + 1] as number;
+    if (second < low || second > high) return i;
+    for (let k = 2; k < size; k++) {
+      const next = bytes[i + k] as number;
+      if (next < 0x80 || next > 0xbf) return i;
+    }
+    i += size;
+  }
+  return -1;
+}

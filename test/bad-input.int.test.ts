@@ -27,6 +27,7 @@ import { startSmallWorker } from "./support/worker-scope.ts";
 type Payload =
   | { raw: string }
   | { bytes: number[] }
+  | { parts: (string | number[])[] }
   | { json: unknown }
   | { message: Omit<Message, "text">; textBytes: number | "max" }
   | { filler: "max" }
@@ -88,6 +89,7 @@ function payloadOf(h: Harness, e: BadEvent): { data: Uint8Array; message?: Messa
   const max = (h.nc.info?.max_payload ?? 1024 * 1024) - ENVELOPE;
   if ("raw" in p) return { data: encoder.encode(p.raw) };
   if ("bytes" in p) return { data: new Uint8Array(p.bytes) };
+  if ("parts" in p) return { data: partsBytes(p.parts) };
   if ("json" in p) return { data: encoder.encode(JSON.stringify(p.json)) };
   // Headerless raw bytes right up to the limit: its dead letter's headers no longer fit beside it.
   if ("filler" in p) return { data: new Uint8Array(max + ENVELOPE - 64).fill(0x78) };
@@ -99,6 +101,13 @@ function payloadOf(h: Harness, e: BadEvent): { data: Uint8Array; message?: Messa
   const size = p.textBytes === "max" ? max - shell.length : p.textBytes;
   const message = { ...p.message, text: "y".repeat(size) };
   return { data: encoder.encode(JSON.stringify(message)), message };
+}
+
+/** Strings as their UTF-8 bytes, arrays of numbers as those bytes, one after the other. */
+function partsBytes(parts: (string | number[])[]): Uint8Array {
+  return new Uint8Array(
+    parts.flatMap((part) => (typeof part === "string" ? [...encoder.encode(part)] : part)),
+  );
 }
 
 /** Every dead letter on the test's DEAD stream, by the CHAT sequence it came from. */

@@ -5,6 +5,8 @@ import { DEFAULT_NAMES } from "../services/config/names.ts";
 import { subjects } from "../services/nats/subjects.ts";
 import { decodeChatBody, decodeChatEvent } from "../services/thread-worker/decode.ts";
 import { describeIssues, messageCreatedSchema, threadDeletedSchema } from "../shared/events.ts";
+import { invalidUtf8At, utf8Text } from "../shared/bytes.ts";
+import { parseChatEvent } from "../services/cli/replay/read.ts";
 
 const s = subjects(DEFAULT_NAMES);
 const encoder = new TextEncoder();
@@ -12,7 +14,7 @@ const encoder = new TextEncoder();
 interface BadEvent {
   name: string;
   subject: string;
-  payload: { raw?: string; bytes?: number[]; json?: unknown };
+  payload: { raw?: string; bytes?: number[]; parts?: (string | number[])[]; json?: unknown };
   expect: string;
   reason?: string;
 }
@@ -25,12 +27,17 @@ const corpus = (
   (e) =>
     e.expect === "dead" &&
     !e.reason?.startsWith("thread deleted") &&
-    ("raw" in e.payload || "bytes" in e.payload || "json" in e.payload),
+    ("raw" in e.payload || "bytes" in e.payload || "parts" in e.payload || "json" in e.payload),
 );
 
 function bytesOf(p: BadEvent["payload"]): Uint8Array {
   if (p.raw !== undefined) return encoder.encode(p.raw);
   if (p.bytes !== undefined) return new Uint8Array(p.bytes);
+  if (p.parts !== undefined) {
+    return new Uint8Array(
+      p.parts.flatMap((part) => (typeof part === "string" ? [...encoder.encode(part)] : part)),
+    );
+  }
   return encoder.encode(JSON.stringify(p.json));
 }
 
@@ -137,5 +144,131 @@ describe("decodeChatEvent", () => {
       { numRuns: 2_000 },
     );
     expect(valid).toBeGreaterThan(100);
+  });
+});
+
+/** Bytes that are mostly UTF-8 (a message body), some with a few bytes replaced by any byte. */
+const mostlyUtf8 = fc
+  .tuple(
+    fc.string({ unit: "grapheme", maxLength: 40 }),
+    fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 3 }),
+  )
+  .map(([text, changes]) => {
+    const body = encoder.encode(
+      JSON.stringify({
+        id: "m",
+        thread: "t",
+        at: "2026-01-01T00:00:01Z",
+        from: "Ana",
+        role: "user",
+        text,
+      }),
+    );
+    for (const [where, byte] of changes) body[where % body.length] = byte;
+    return body;
+  });
+
+describe("a body that is not UTF-8", () => {
+  it("is refused with the byte where it stops being UTF-8, not applied with U+FFFD", () => {
+    // Latin-1 "café": the é is the one byte 0xE9, which UTF-8 would write as 0xC3 0xA9.
+    const head = encoder.encode(
+      '{"id":"m","thread":"t","at":"2026-01-01T00:00:01Z","from":"Ana","role":"user","text":"caf',
+    );
+    const data = new Uint8Array([...head, 0xe9, ...encoder.encode('"}')]);
+    expect(decodeChatBody("t", "message.created", "chat.t.message.created", data)).toEqual({
+      kind: "invalid",
+      reason: `message.created body is not valid UTF-8 at byte ${head.length} (0xE9); encode the whole body as UTF-8 (a text in Latin-1 or Windows-1252 must be converted), README.md, "The contract"`,
+    });
+    const deleted = new Uint8Array([
+      ...encoder.encode('{"thread":"t","at":"x'),
+      0xc0,
+      0x80,
+      0x22,
+      0x7d,
+    ]);
+    const refused = decodeChatBody("t", "thread.deleted", "chat.t.thread.deleted", deleted);
+    expect(refused.kind === "invalid" ? refused.reason : "").toMatch(
+      /^thread.deleted body is not valid UTF-8 at byte 21 \(0xC0\)/,
+    );
+  });
+
+  it("invalidUtf8At finds where the fatal decoder stops, and nothing in well-formed UTF-8", () => {
+    const loose = new TextDecoder();
+    const check = (bytes: Uint8Array) => {
+      const at = invalidUtf8At(bytes);
+      expect(at === -1, `${Array.from(bytes).join(",")}`).toBe(utf8Text(bytes) !== undefined);
+      if (at === -1) return;
+      // Everything before is UTF-8, and a decoder puts its first U+FFFD right there.
+      const before = bytes.subarray(0, at);
+      expect(utf8Text(before)).toBeDefined();
+      expect(loose.decode(bytes).startsWith(`${loose.decode(before)}\uFFFD`)).toBe(true);
+    };
+    // Each edge of Unicode's table of well-formed sequences, alone, cut short and at the end.
+    for (const seq of [
+      [0x7f],
+      [0x80],
+      [0xc1, 0x80],
+      [0xc2, 0x80],
+      [0xdf, 0xbf],
+      [0xe0, 0x9f, 0x80],
+      [0xe0, 0xa0, 0x80],
+      [0xed, 0x9f, 0xbf],
+      [0xed, 0xa0, 0x80],
+      [0xef, 0xbf, 0xbf],
+      [0xf0, 0x8f, 0x80, 0x80],
+      [0xf0, 0x90, 0x80, 0x80],
+      [0xf4, 0x8f, 0xbf, 0xbf],
+      [0xf4, 0x90, 0x80, 0x80],
+      [0xf5, 0x80, 0x80, 0x80],
+      [0xff],
+      [0xfe, 0xff],
+    ]) {
+      for (const cut of [seq, seq.slice(0, -1), [...seq.slice(0, -1), 0x41]]) {
+        check(new Uint8Array([0x61, ...cut]));
+        check(new Uint8Array([0x61, ...cut, 0x62]));
+      }
+    }
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 12 }), (b) => check(b)),
+      { numRuns: 5_000 },
+    );
+    fc.assert(
+      fc.property(mostlyUtf8, (b) => check(b)),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it("the replay's reader refuses what the worker refuses, and reads what it applies the same", () => {
+    let refused = 0;
+    fc.assert(
+      fc.property(mostlyUtf8, (data) => {
+        const worker = decodeChatEvent(s, "chat.t.message.created", data).event;
+        const replay = parseChatEvent(DEFAULT_NAMES, {
+          subject: "chat.t.message.created",
+          seq: 1,
+          data,
+        });
+        if (worker.kind === "invalid") {
+          refused += 1;
+          expect(replay).toBeUndefined();
+        } else {
+          expect(replay?.event).toEqual({
+            type: "message.created",
+            message: worker.kind === "message" ? worker.message : undefined,
+            seq: 1,
+          });
+        }
+      }),
+      { numRuns: 2_000 },
+    );
+    expect(refused).toBeGreaterThan(100);
+    // The audit's case: 0xFF 0xFE inside the text.
+    const head = encoder.encode(
+      '{"id":"m","thread":"t","at":"2026-01-01T00:00:01Z","from":"Ana","role":"user","text":"a',
+    );
+    const data = new Uint8Array([...head, 0xff, 0xfe, ...encoder.encode('b"}')]);
+    expect(
+      parseChatEvent(DEFAULT_NAMES, { subject: "chat.t.message.created", seq: 1, data }),
+    ).toBeUndefined();
   });
 });

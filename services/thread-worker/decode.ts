@@ -5,6 +5,7 @@ import {
   type Message,
 } from "../../shared/events.ts";
 import type { ChatEventKind, Subjects } from "../nats/subjects.ts";
+import { invalidUtf8At, utf8Text } from "../../shared/bytes.ts";
 // The replay's direct check of a plain message body (property-tested to answer as the schema).
 import { parseMessage as plainMessage } from "../../shared/validate.ts";
 
@@ -13,8 +14,6 @@ export type DecodedEvent =
   | { kind: "message"; message: Message }
   | { kind: "deleted"; at: string }
   | { kind: "invalid"; reason: string };
-
-const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
  * The parser's complaint without its excerpt of the input: V8 quotes the body's first characters
@@ -85,9 +84,12 @@ export function decodeChatBody(
   subject: string,
   data: Uint8Array,
 ): DecodedEvent {
+  // Strict: a body that is not UTF-8 is refused, never applied with U+FFFD in its text.
+  const text = utf8Text(data);
+  if (text === undefined) return invalid(notUtf8(kind, data));
   let body: unknown;
   try {
-    body = JSON.parse(utf8.decode(data));
+    body = JSON.parse(text);
   } catch (err) {
     return invalid(
       `${kind} body is not UTF-8 JSON (${parserProblem(err)}); publish one JSON object as README.md, "The contract", describes`,
@@ -118,6 +120,13 @@ export function decodeChatBody(
 // compiles with a defineProperty call, a measurable cost per event.
 function invalid(reason: string): DecodedEvent {
   return { kind: "invalid", reason };
+}
+
+/** Where the body stops being UTF-8, and the byte found there (a byte, never message text). */
+export function notUtf8(kind: ChatEventKind, data: Uint8Array): string {
+  const at = invalidUtf8At(data);
+  const byte = (data[at] ?? 0).toString(16).toUpperCase().padStart(2, "0");
+  return `${kind} body is not valid UTF-8 at byte ${at} (0x${byte}); encode the whole body as UTF-8 (a text in Latin-1 or Windows-1252 must be converted), README.md, "The contract"`;
 }
 
 function wrongThread(kind: ChatEventKind, thread: string, named: string, subject: string): string {

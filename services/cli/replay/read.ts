@@ -6,6 +6,7 @@ import type { InfraNames } from "../../config/names.ts";
 import { subjects, type Subjects } from "../../nats/subjects.ts";
 import type { StoredEvent } from "./rebuild.ts";
 import { parseMessage, parseSummary } from "../../../shared/validate.ts";
+import { utf8Text } from "../../../shared/bytes.ts";
 import { settingsEventSchema, type SettingsEvent } from "../../../shared/history.ts";
 
 /** The connection a replay reads the streams through. */
@@ -39,11 +40,21 @@ export function readStream(
 const decoder = new TextDecoder();
 
 function json(data: Uint8Array): unknown {
+  return jsonOf(decoder.decode(data));
+}
+
+function jsonOf(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
   try {
-    return JSON.parse(decoder.decode(data)) as unknown;
+    return JSON.parse(text) as unknown;
   } catch {
     return undefined;
   }
+}
+
+/** A CHAT body as the worker reads it: one that is not UTF-8 is refused, not given U+FFFD. */
+function chatJson(data: Uint8Array): unknown {
+  return jsonOf(utf8Text(data));
 }
 
 /** The subjects of a set of names, and what each chat subject read says (a thread has two). */
@@ -76,7 +87,7 @@ export function parseChatEvent(
 ): { thread: string; event: StoredEvent } | undefined {
   const where = whereInChat(names, raw.subject);
   if (!where) return undefined;
-  const body = json(raw.data);
+  const body = chatJson(raw.data);
   if (where.kind === "message.created") {
     const message = parseMessage(body);
     if (!message || message.thread !== where.thread) return undefined;
