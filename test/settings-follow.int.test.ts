@@ -41,13 +41,14 @@ async function underSettings(
   settings: CoreSettings,
   publish: () => Promise<void>,
   threads: string[],
+  log: Logger = quietLogger,
 ) {
   const worker = await startThreadWorker({
     nc,
     names: h.names,
     settings,
     summarizer: new FakeSummarizer(),
-    log: quietLogger,
+    log,
     snapshotDelayMs: 20,
   });
   try {
@@ -102,6 +103,34 @@ describe("settings that follow threads", () => {
     });
     expect(text).toContain("verify: all 3 threads match");
     expect(code).toBe(0);
+  });
+
+  it("a lowered outline[1] that nothing can merge down to is told once, with what to do", async () => {
+    // Merges pair two lines of one level (SPEC §4): at one line per level the outline is as small
+    // as it gets. Under LOW the cuts of messages 80-129 each leave sf-floor's outline over 520
+    // bytes with no pair to merge (the pure core says so for this log: 693 to 1518 bytes, 3 to 7
+    // lines); the worker says it once, not at every cut.
+    const LOW: CoreSettings = { ...FIRST, outline: [512, 520] };
+    await underSettings(FIRST, () => publishRange("sf-floor", 0, 80), ["sf-floor"]);
+    const warnings: { message: string; fields?: Record<string, unknown> }[] = [];
+    const log: Logger = {
+      ...quietLogger,
+      warn: (message, fields) => warnings.push({ message, fields }),
+    };
+    await underSettings(LOW, () => publishRange("sf-floor", 80, 130), ["sf-floor"], log);
+
+    const snapshot = await readSnapshot(h, "sf-floor");
+    expect(snapshot?.settings?.outline).toEqual([512, 520]);
+    expect(snapshot?.bytes).toBeGreaterThan(520);
+    // One line per level, from the coarsest: no two side by side share a level.
+    const levels = snapshot?.lines.map((l) => l.level) ?? [];
+    expect(levels.every((level, i) => i === 0 || level < (levels[i - 1] as number))).toBe(true);
+    const told = warnings.filter((w) => w.message.includes("HISTORY_OUTLINE"));
+    expect(told).toHaveLength(1);
+    expect(told[0]?.message).toMatch(
+      /^thread 'sf-floor': its outline is \d+ bytes, over HISTORY_OUTLINE's 520 \(outline\[1\]\), and none of its \d+ lines can merge .* Set HISTORY_OUTLINE to at least \d+,\d+/,
+    );
+    expect(told[0]?.fields).toMatchObject({ thread: "sf-floor", outline: [512, 520] });
   });
 
   it("on a thread whose log records none, names its own settings and never --resummarize", async () => {

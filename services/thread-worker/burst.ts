@@ -222,5 +222,10 @@ export class BurstApplier {
     metrics.add(METRIC.cuts, after.cuts - before.cuts);
     metrics.add(METRIC.batches, after.batches - before.batches);
     metrics.add(METRIC.merges, after.merges - before.merges);
+    // The outline changes only at cuts: whether it stays over outline[1] is known only now.
+    if (after.cuts > before.cuts) {
+      const { ctx, thread } = this.#p.tools;
+      ctx.outlineFloor.afterCuts(thread, this.#p.hosted.state());
+    }
   }
 }

@@ -11,6 +11,7 @@ import type { BusyIndex } from "./busy-index.ts";
 import type { DeliveryLedger } from "./delivery-ledger.ts";
 import type { HistoryNodes } from "./history-nodes.ts";
 import type { Refusals } from "./refusals.ts";
+import type { OutlineFloor } from "./outline-floor.ts";
 import type { ActorFeed } from "./actor-feed.ts";
 import type { Limiter } from "./limiter.ts";
 import type { Logger } from "./log.ts";
@@ -60,6 +61,8 @@ export interface WorkerContext {
   jobTiming: JobTiming;
   /** Nodes the summarizer refused, with their backoff: kept while their threads leave memory. */
   refusals: Refusals;
+  /** Threads whose outline stays over outline[1] because nothing can merge: told once each. */
+  outlineFloor: OutlineFloor;
   /** Shortest time between two snapshot writes of one thread. */
   snapshotDelayMs: number;
   /** Longest a state changed only by summaries waits before it is saved. */

@@ -23,6 +23,7 @@ import { consoleLogger, errorText, type Logger } from "./log.ts";
 import { METRIC, workerMetrics, type MetricRegistry } from "./metrics.ts";
 import { serveMetrics } from "./metrics-endpoint.ts";
 import { Refusals } from "./refusals.ts";
+import { OutlineFloor } from "./outline-floor.ts";
 import { ThreadRegistry } from "./registry.ts";
 import { retryInPlace } from "./retry.ts";
 import { RetryLog } from "./retry-log.ts";
@@ -169,6 +170,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     actorFeed,
     jobTiming,
     refusals: new Refusals(jobTiming, retries),
+    outlineFloor: new OutlineFloor(log),
     snapshotDelayMs: options.snapshotDelayMs ?? 50,
     saveDelayMs: options.saveDelayMs ?? 1_000,
     saveLingerMs,
