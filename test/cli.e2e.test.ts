@@ -422,6 +422,14 @@ describe("outline send from stdin, import, dead", () => {
     }
   });
 
+  it("says in one line that a FILE to import cannot be read, with exit code 2", async () => {
+    const missing = join(tmpdir(), `outline-no-such-${Date.now()}.jsonl`);
+    const r = await outline("import", missing);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(`outline import: cannot read ${missing}: no such file\n`);
+    expect(r.stdout).toBe("");
+  });
+
   it("lists dead letters with reason, time, subject and first bytes; filters by thread", async () => {
     const s = subjects(names);
     for (const [t, seq] of [

@@ -1,8 +1,16 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
 
-/** The command line was wrong: the message says what, and the command's usage follows it. */
+/**
+ * The command line was wrong (exit code 2): the message says what, and the command's usage
+ * follows it unless `usage` is false (a file that cannot be read: the usage would not help).
+ */
 export class UsageError extends Error {
   override readonly name = "UsageError";
+  readonly usage: boolean;
+  constructor(message: string, options: { usage?: boolean } = {}) {
+    super(message);
+    this.usage = options.usage ?? true;
+  }
 }
 
 export type Options = NonNullable<ParseArgsConfig["options"]>;

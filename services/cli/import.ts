@@ -24,7 +24,7 @@ id of a thread once, however late it comes again.
   --window N   publishes awaiting their acknowledgement at once (default 512)
 
 Progress goes to stderr (a bar on a terminal), the summary to stdout. Exit code 1 when a line
-was bad or a publish failed.`;
+was bad or a publish failed, 2 when the command line was wrong (a FILE that cannot be read).`;
 
 /** What one import did, for its summary line. */
 export interface ImportResult {
@@ -246,8 +246,31 @@ async function checkStream(nc: NatsConnection, stream: string): Promise<void> {
   }
 }
 
+/** Why a file cannot be read, in words (Node's own message names the syscall and errno). */
+function unreadable(err: NodeJS.ErrnoException): string {
+  switch (err.code) {
+    case "ENOENT":
+      return "no such file";
+    case "EISDIR":
+      return "it is a directory";
+    case "EACCES":
+    case "EPERM":
+      return "permission denied";
+    default:
+      return err.message;
+  }
+}
+
+/** The file's lines; a file that cannot be read is a wrong command line (exit code 2). */
 function countLines(file: string): number {
-  const data = readFileSync(file);
+  let data: Buffer;
+  try {
+    data = readFileSync(file);
+  } catch (err) {
+    throw new UsageError(`cannot read ${file}: ${unreadable(err as NodeJS.ErrnoException)}`, {
+      usage: false,
+    });
+  }
   let n = 0;
   for (let i = data.indexOf(10); i >= 0; i = data.indexOf(10, i + 1)) n += 1;
   return data.length > 0 && data[data.length - 1] !== 10 ? n + 1 : n;

@@ -45,7 +45,9 @@ async function main(argv: readonly string[]): Promise<number> {
     return await command.run(rest, out);
   } catch (err) {
     if (err instanceof UsageError) {
-      process.stderr.write(`outline ${command.name}: ${err.message}\n\n${command.usage}\n`);
+      process.stderr.write(
+        `outline ${command.name}: ${err.message}\n${err.usage ? `\n${command.usage}\n` : ""}`,
+      );
       return USAGE_ERROR;
     }
     if (err instanceof ApiError) {
