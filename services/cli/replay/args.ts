@@ -1,4 +1,5 @@
 import { isValidName } from "../../config/names.ts";
+import { threadArg } from "../../prompt-builder/requests.ts";
 import { UsageError } from "../args.ts";
 
 /** What `outline replay` was asked to do. */
@@ -67,6 +68,12 @@ export function parseReplayArgs(argv: readonly string[]): ReplayArgs {
     switch (flag) {
       case "--thread":
         args.thread = take("support-42");
+        // Said now, as by 'outline dead --thread': a bad id would fail deep in the replay.
+        try {
+          threadArg({ thread: args.thread });
+        } catch (err) {
+          throw new UsageError((err as Error).message);
+        }
         break;
       case "--all":
         args.all = true;
