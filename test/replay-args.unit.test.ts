@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { UsageError } from "../services/cli/args.ts";
-import { parseReplayArgs } from "../services/cli/replay/args.ts";
+import { parseReplayArgs, REPLAY_USAGE } from "../services/cli/replay/args.ts";
 
 describe("outline replay's command line", () => {
   it("refuses a --thread that is no thread id, naming the rule, as 'outline dead' does", () => {
@@ -15,5 +15,15 @@ describe("outline replay's command line", () => {
       );
     }
     expect(parseReplayArgs(["--thread", "support-42_b"]).thread).toBe("support-42_b");
+  });
+});
+
+describe("outline replay --help", () => {
+  it("says each thread is rebuilt under the settings its log records, not this replay's", () => {
+    expect(REPLAY_USAGE).not.toContain("same settings as the worker");
+    expect(REPLAY_USAGE).toContain("history.<thread>.settings.<seq>");
+    expect(REPLAY_USAGE).toMatch(
+      /HISTORY_OUTLINE \(environment or config file\) apply only to a\s+thread, or its first messages, that recorded none/,
+    );
   });
 });

@@ -20,8 +20,12 @@ export interface ReplayArgs {
 
 export const REPLAY_USAGE = `usage: outline replay (--thread T | --all) [--verify] [--into BUCKET] [--resummarize] [--search] [--config FILE]
 
-Rebuilds outlines from the CHAT and HISTORY streams with zero model calls, using the same
-settings as the worker (HISTORY_*, OUTLINE_*, NATS_URL, or the config file).
+Rebuilds outlines from the CHAT and HISTORY streams with zero model calls. Each thread is
+rebuilt under the settings its log records (history.<thread>.settings.<seq>: the worker writes
+them from the thread's first message and after each change), whatever this replay's are;
+HISTORY_LINE, HISTORY_TAIL and HISTORY_OUTLINE (environment or config file) apply only to a
+thread, or its first messages, that recorded none. Streams, buckets and the server come from
+OUTLINE_*, NATS_URL or the config file, as for the worker.
 
   --thread T       rebuild one thread
   --all            rebuild every thread in CHAT
