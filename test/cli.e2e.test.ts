@@ -92,6 +92,27 @@ function outlineIn(cwd: string, ...args: string[]): Promise<Run> {
   });
 }
 
+/** As `outline`, on names of no stream or bucket there: a server that is not ours. */
+function outlineElsewhere(
+  elsewhere: InfraNames,
+  cwd: string | undefined,
+  ...args: string[]
+): Promise<Run> {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...namesToEnv(elsewhere) };
+  if (cwd !== undefined) delete env.NATS_URL;
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [join(process.cwd(), "services/cli/bin.js"), ...args],
+      { env, cwd: cwd ?? process.cwd(), timeout: 60_000 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === "number" ? err.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
 /** As `outline`, with `input` on stdin; `firstChunkOnly` closes stdout after the first output. */
 function outlineWith(input: string, args: string[], firstChunkOnly = false): Promise<Run> {
   const env: NodeJS.ProcessEnv = { ...process.env, ...namesToEnv(names) };
@@ -263,11 +284,11 @@ describe("which nats-server the CLI asks", () => {
       const deep = join(dir, "docs", "notes");
       mkdirSync(deep, { recursive: true });
       // Whatever answers on the default port (a server of another project, or none): the
-      // command fails, and says which server it asked.
+      // command fails, and says which server it asked (one that answered: that it is not ours).
       const lost = await outlineIn(deep, "outline", "cli-nowhere");
       expect(lost.code).toBe(1);
       expect(lost.stderr).toContain(
-        "asked the nats-server at nats://127.0.0.1:4222 (the default: NATS_URL is unset",
+        "nats-server at nats://127.0.0.1:4222 (the default: NATS_URL is unset",
       );
       // `npm start` writes its server's URL to .data/nats.url in its folder.
       mkdirSync(join(dir, ".data"));
@@ -282,6 +303,43 @@ describe("which nats-server the CLI asks", () => {
       expect(typo.code, typo.stderr).toBe(0);
       expect(typo.stderr).toContain("outline: warning: config file");
       expect(typo.stderr).toContain("unknown key HISTORY_TALE is ignored (a typo?)");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("a nats-server that is up but not ours", () => {
+  it("says it has no stream CHAT, names the server and where its URL came from", async () => {
+    const url = process.env.NATS_URL ?? "";
+    const elsewhere = uniqueNames();
+    const missing = elsewhere.chatStream;
+    const said = (source: string) =>
+      `the nats-server at ${url} (${source}) answered, but has no stream ${missing} (OUTLINE_CHAT_STREAM): is it the right server? 'npm start' creates the streams (or set NATS_URL to the server it uses)\n`;
+    const dir = mkdtempSync(join(tmpdir(), "outline-cli-elsewhere-"));
+    try {
+      writeFileSync(join(dir, "in.jsonl"), `${JSON.stringify(makeMessage("x", 0, "hi"))}\n`);
+      for (const args of [
+        ["outline", thread],
+        ["prompt", thread],
+        ["send", "elsewhere", "hi"],
+        ["import", join(dir, "in.jsonl")],
+      ]) {
+        const r = await outlineElsewhere(elsewhere, undefined, ...args);
+        expect({ args, code: r.code, stderr: r.stderr }).toEqual({
+          args,
+          code: 1,
+          stderr: `outline ${args[0]}: ${said("set by NATS_URL, in the environment or the config file")}`,
+        });
+      }
+      // The URL of a running 'npm start' found in .data/nats.url: that file is named.
+      mkdirSync(join(dir, ".data"));
+      writeFileSync(join(dir, ".data", "nats.url"), `${url}\n`);
+      const local = await outlineElsewhere(elsewhere, dir, "outline", thread);
+      expect(local.code).toBe(1);
+      expect(local.stderr).toBe(
+        `outline outline: ${said(`from ${join(dir, ".data", "nats.url")}, written by an 'npm start'`)}`,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,5 +1,4 @@
 import { createReadStream, readFileSync } from "node:fs";
-import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { describeIssues, messageCreatedSchema } from "../../shared/events.ts";
 import type { InfraNames } from "../config/names.ts";
@@ -234,18 +233,6 @@ export function summarize(result: ImportResult, source: string): string {
   return `import ${source}: ${result.lines} lines: ${parts.join(", ")}; ${result.seconds.toFixed(1)} s, ${rate} msg/s`;
 }
 
-async function checkStream(nc: NatsConnection, stream: string): Promise<void> {
-  const jsm = await jetstreamManager(nc);
-  try {
-    await jsm.streams.info(stream);
-  } catch (err) {
-    throw new Error(
-      `stream ${stream} is not there (${(err as Error).message}); start the services ('npm start') or set NATS_URL to the server they use`,
-      { cause: err },
-    );
-  }
-}
-
 /** Why a file cannot be read, in words (Node's own message names the syscall and errno). */
 function unreadable(err: NodeJS.ErrnoException): string {
   switch (err.code) {
@@ -292,9 +279,9 @@ export const importCommand: Command = {
     // Opened first: a missing file is said before anything connects.
     const expected = fromStdin ? undefined : countLines(source);
     const input = fromStdin ? process.stdin.setEncoding("utf8") : createReadStream(source, "utf8");
-    return withSession(async ({ nc, config }) => {
+    return withSession(async ({ nc, config, requireChatStream }) => {
       // Without the stream every publish would fail alike: say it once, before reading.
-      await checkStream(nc, config.names.chatStream);
+      await requireChatStream();
       const unchecked = (reason: string) =>
         process.stderr.write(
           `${process.stderr.isTTY ? "\r\x1b[K" : ""}could not read what the worker has applied (${reason}): the lines from here on are published without that check (each is still applied once)\n`,

@@ -1,10 +1,18 @@
-import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
+import {
+  jetstream,
+  jetstreamManager,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamClient,
+} from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { loadSettings, type Config } from "../config/load.ts";
-import { connectNats } from "../nats/connect.ts";
+import { connectNats, redactUrl } from "../nats/connect.ts";
+import { ApiError } from "../prompt-builder/api-error.ts";
 import { createOperations, type Operations } from "../prompt-builder/operations.ts";
 import { createReader, type ThreadReader } from "../prompt-builder/reader.ts";
-import { LOCAL_URL_FILE, natsUrlSource } from "../config/nats-url.ts";
+import { LOCAL_URL_FILE, natsUrlSource, type NatsUrlSource } from "../config/nats-url.ts";
+import { UsageError } from "./args.ts";
 
 /** What a command talks to: the same settings and NATS_URL as the services. */
 export interface Session {
@@ -18,20 +26,64 @@ export interface Session {
    * service's settings (HISTORY_SEARCH, the tail's cap): `outline prompt` asks the service.
    */
   operations: Pick<Operations, "zoom" | "outline">;
+  /** Throws NotOurServer when the server has no CHAT stream (import checks before reading). */
+  requireChatStream: () => Promise<void>;
+}
+
+/** The server answered but has no CHAT stream: another project's server, or ours never started. */
+export class NotOurServer extends Error {
+  override readonly name = "NotOurServer";
+}
+
+/** Where the URL came from, in words. */
+function sourceOf({ from }: NatsUrlSource): string {
+  if (from === "setting") return "set by NATS_URL, in the environment or the config file";
+  if (from === "default")
+    return `the default: NATS_URL is unset, and no .data/${LOCAL_URL_FILE} of a running 'npm start' in this folder or above`;
+  return `from ${from}, written by an 'npm start'`;
+}
+
+/** NotOurServer when `err`, of a stream info of `stream`, says the server has no such stream. */
+function notOurServer(
+  err: unknown,
+  stream: string,
+  source: NatsUrlSource,
+): NotOurServer | undefined {
+  // JetStream off answers no stream either: not a server of ours.
+  const missing =
+    (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) ||
+    /jetstream (is )?not enabled/i.test((err as Error).message);
+  if (!missing) return undefined;
+  return new NotOurServer(
+    `the nats-server at ${redactUrl(source.url)} (${sourceOf(source)}) answered, but has no stream ${stream} (OUTLINE_CHAT_STREAM): is it the right server? 'npm start' creates the streams (or set NATS_URL to the server it uses)`,
+    { cause: err },
+  );
+}
+
+/** Asks the server for stream `stream`: NotOurServer when it has none, else what it threw. */
+async function streamInfo(
+  nc: NatsConnection,
+  stream: string,
+  source: NatsUrlSource,
+): Promise<void> {
+  try {
+    await (await jetstreamManager(nc)).streams.info(stream);
+  } catch (err) {
+    throw notOurServer(err, stream, source) ?? err;
+  }
 }
 
 /** Connects for one command and closes afterwards, whatever the command did. */
 export async function withSession<T>(use: (session: Session) => Promise<T>): Promise<T> {
   const config = loadSettings();
   for (const warning of config.warnings) process.stderr.write(`outline: warning: ${warning}\n`);
-  const { url, from } = natsUrlSource(config);
+  const source = natsUrlSource(config);
+  const { url, from } = source;
   // With neither NATS_URL nor a running `npm start` found, a failure may just mean another
   // server answered on the default port: say which one was asked.
   const named = (err: unknown): never => {
-    if (from === "default")
-      process.stderr.write(
-        `outline: asked the nats-server at ${url} (the default: NATS_URL is unset, and no .data/${LOCAL_URL_FILE} of a running 'npm start' in this folder or above)\n`,
-      );
+    if (from === "default" && !(err instanceof NotOurServer))
+      process.stderr.write(`outline: asked the nats-server at ${url} (${sourceOf(source)})\n`);
     throw err;
   };
   const nc = await connectNats({
@@ -41,6 +93,21 @@ export async function withSession<T>(use: (session: Session) => Promise<T>): Pro
     // A person is waiting: fail fast with the reason rather than retry for long.
     startupTimeoutMs: 3_000,
   }).catch(named);
+  const stream = config.names.chatStream;
+  // A command that failed on a server without our streams says so, not how its read failed
+  // ("stream not found" of a bucket): one more request, made only after a failure.
+  const notOurs = async (err: unknown): Promise<never> => {
+    const wrong =
+      err instanceof UsageError ||
+      err instanceof NotOurServer ||
+      (err instanceof ApiError && err.status === 400)
+        ? undefined
+        : await streamInfo(nc, stream, source).then(
+            () => undefined,
+            (e: unknown) => (e instanceof NotOurServer ? e : undefined),
+          );
+    throw wrong ?? err;
+  };
   try {
     const reader = createReader(nc, config.names);
     return await use({
@@ -49,7 +116,10 @@ export async function withSession<T>(use: (session: Session) => Promise<T>): Pro
       js: jetstream(nc),
       reader,
       operations: createOperations(reader),
-    }).catch(named);
+      requireChatStream: () => streamInfo(nc, stream, source),
+    })
+      .catch(notOurs)
+      .catch(named);
   } finally {
     await nc.close();
   }
