@@ -480,6 +480,36 @@ describe("outline send from stdin, import, dead", () => {
     }
   });
 
+  it("reports a line that is not UTF-8 as bad and does not publish it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "outline-cli-utf8-"));
+    try {
+      const target = `${thread}-utf8`;
+      const [a, b, c] = [0, 1, 2].map((i) =>
+        JSON.stringify(makeMessage(target, i, `imported message ${i}`)),
+      );
+      const [head, tail] = (b ?? "").split("imported");
+      const file = join(dir, "latin.jsonl");
+      writeFileSync(
+        file,
+        Buffer.concat([
+          Buffer.from(`${a}\n${head}`),
+          Buffer.from([0xff, 0xfe]),
+          Buffer.from(`imported${tail}\n${c}\n`),
+        ]),
+      );
+      const r = await outline("import", file);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^line 2: not valid UTF-8/m);
+      expect(r.stdout).toMatch(/: 3 lines: 2 published, 0 already stored, 1 bad; /);
+      const info = await jsm.streams.info(names.chatStream, {
+        subjects_filter: subjects(names).messageCreated(target),
+      });
+      expect(info.state.subjects?.[subjects(names).messageCreated(target)]).toBe(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("says in one line that a FILE to import cannot be read, with exit code 2", async () => {
     const missing = join(tmpdir(), `outline-no-such-${Date.now()}.jsonl`);
     const r = await outline("import", missing);

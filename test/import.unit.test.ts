@@ -169,3 +169,55 @@ describe("importLines with the worker's id index", () => {
     );
   });
 });
+
+/** Bytes in chunks of `size`, as a file stream without an encoding delivers them. */
+function byteChunks(all: Uint8Array, size: number): AsyncIterable<Uint8Array> {
+  return (async function* () {
+    for (let i = 0; i < all.length; i += size)
+      yield await Promise.resolve(Buffer.from(all.subarray(i, i + size)));
+  })();
+}
+
+describe("importLines on bytes", () => {
+  it("reports a line that is not UTF-8 as bad and publishes the others, byte for byte", async () => {
+    const good = [0, 1, 2].map((i) => ({ ...chatMessage("u-utf8", i), text: `café ☕ ${i}` }));
+    const json = good.map((m) => JSON.stringify(m));
+    const [before, after] = (json[1] ?? "").split("café");
+    const broken = Buffer.concat([
+      Buffer.from(before ?? ""),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from(`café${after ?? ""}`),
+    ]);
+    const file = Buffer.concat([
+      Buffer.from(`${json[0]}\r\n`),
+      broken,
+      Buffer.from(`\n${json[2]}\n${json[1]}`),
+    ]);
+    // Any chunk size: a character cut between chunks is whole again in its line.
+    for (const size of [1, 3, 7, 64, file.length]) {
+      const stream = fakeStream([0]);
+      const bodies: string[] = [];
+      const publisher: PipelinedPublisher = {
+        publish(subject, data, msgId) {
+          bodies.push(new TextDecoder().decode(data));
+          return stream.publisher.publish(subject, data, msgId);
+        },
+        close: () => undefined,
+      };
+      const bad: number[] = [];
+      const result = await importLines({
+        nc,
+        names: DEFAULT_NAMES,
+        input: byteChunks(file, size),
+        publisher,
+        onBad: (line) => bad.push(line),
+      });
+      expect(bad).toEqual([2]);
+      expect(result.bad.map((b) => b.line)).toEqual([2]);
+      expect(result.bad[0]?.reason).toMatch(/^not valid UTF-8/);
+      expect(result).toMatchObject({ lines: 4, published: 3 });
+      expect(bodies).toEqual([json[0], json[2], json[1]]);
+      expect(bodies.some((b) => b.includes("\uFFFD"))).toBe(false);
+    }
+  });
+});

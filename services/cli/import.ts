@@ -44,8 +44,11 @@ export interface ImportResult {
 export interface ImportOptions {
   nc: NatsConnection;
   names: InfraNames;
-  /** The file's text in chunks of any size (a stream with a UTF-8 encoding set). */
-  input: AsyncIterable<string>;
+  /**
+   * The file in chunks of any size: bytes (a stream without an encoding: each line is decoded
+   * on its own, and one that is not UTF-8 is bad), or text already decoded (tests, the bench).
+   */
+  input: AsyncIterable<string | Uint8Array>;
   /** Lines expected (for the progress bar), when known beforehand. */
   expected?: number;
   window?: number;
@@ -75,6 +78,9 @@ export function checkLine(
   if (!parsed.success) return { ok: false, reason: describeIssues(parsed.error) };
   return { ok: true, thread: parsed.data.thread, id: parsed.data.id };
 }
+
+/** Each line's bytes as UTF-8, or an error: never a U+FFFD in place of a byte (BOMs kept). */
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** A valid line waiting in a batch. */
 interface Valid {
@@ -173,8 +179,21 @@ export async function importLines(options: ImportOptions): Promise<ImportResult>
     }
   };
   // Returns a promise only when a batch is full.
-  const handle = (text: string): Promise<void> | undefined => {
+  const handle = (line: string | Uint8Array): Promise<void> | undefined => {
     const number = ++result.lines;
+    let text: string;
+    try {
+      text = typeof line === "string" ? line : utf8.decode(line);
+    } catch {
+      // Not published: decoded leniently its bytes would become U+FFFD, applied as text.
+      const reason =
+        "not valid UTF-8 (bytes that are no UTF-8 text: is the file in another encoding?)";
+      result.bad.push({ line: number, reason });
+      options.onBad?.(number, reason);
+      progress?.tick();
+      return undefined;
+    }
+    if (text.endsWith("\r")) text = text.slice(0, -1);
     if (text.trim() === "") {
       result.blank += 1;
       progress?.tick();
@@ -194,17 +213,31 @@ export async function importLines(options: ImportOptions): Promise<ImportResult>
   // a chunk's last batch goes at its end (a stream read line by line is not held back), so
   // their publishes leave in one socket write (nats.js flushes on the next microtask).
   let rest = "";
+  let restBytes: Uint8Array = new Uint8Array(0);
   try {
     for await (const chunk of options.input) {
-      const lines = (rest + chunk).split("\n");
-      rest = lines.pop() ?? "";
-      for (const line of lines) {
-        const full = handle(line.endsWith("\r") ? line.slice(0, -1) : line);
-        if (full) await full;
+      if (typeof chunk === "string") {
+        const lines = (rest + chunk).split("\n");
+        rest = lines.pop() ?? "";
+        for (const line of lines) {
+          const full = handle(line);
+          if (full) await full;
+        }
+      } else {
+        // Split on the byte '\n' (never inside a multi-byte character), then decoded per line.
+        const data = restBytes.length > 0 ? Buffer.concat([restBytes, chunk]) : chunk;
+        let start = 0;
+        for (let end = data.indexOf(10); end >= 0; end = data.indexOf(10, start)) {
+          const full = handle(data.subarray(start, end));
+          start = end + 1;
+          if (full) await full;
+        }
+        restBytes = data.subarray(start);
       }
       await flush();
     }
-    if (rest !== "") await handle(rest.endsWith("\r") ? rest.slice(0, -1) : rest);
+    if (rest !== "") await handle(rest);
+    if (restBytes.length > 0) await handle(restBytes);
     await flush();
     await until(0);
   } finally {
@@ -278,7 +311,8 @@ export const importCommand: Command = {
     const fromStdin = source === "-";
     // Opened first: a missing file is said before anything connects.
     const expected = fromStdin ? undefined : countLines(source);
-    const input = fromStdin ? process.stdin.setEncoding("utf8") : createReadStream(source, "utf8");
+    // Bytes, not text: a line that is not UTF-8 is reported, not decoded with U+FFFD.
+    const input: AsyncIterable<Uint8Array> = fromStdin ? process.stdin : createReadStream(source);
     return withSession(async ({ nc, config, requireChatStream }) => {
       // Without the stream every publish would fail alike: say it once, before reading.
       await requireChatStream();
