@@ -510,6 +510,20 @@ describe("outline send from stdin, import, dead", () => {
     }
   });
 
+  it("warns of a message id that comes again with other content; the first is kept", async () => {
+    const target = `${thread}-repeat`;
+    const m = (i: number, text: string) => JSON.stringify(makeMessage(target, i, text));
+    const file = [m(0, "kept"), m(0, "kept"), m(0, "dropped"), m(1, "other")].join("\n");
+    const r = await outlineWith(file, ["import", "-"]);
+    expect(r.code, r.stderr).toBe(0);
+    const id = makeMessage(target, 0, "").id;
+    const warnings = r.stderr.split("\n").filter((l) => l.startsWith("line "));
+    expect(warnings).toEqual([
+      `line 3: message id '${id}' of thread '${target}' was on line 1 with other content; line 1's is kept (a message id is applied once): give this one a new id`,
+    ]);
+    expect(r.stdout).toContain("4 lines: 2 published, 2 already stored, 0 bad");
+  });
+
   it("says in one line that a FILE to import cannot be read, with exit code 2", async () => {
     const missing = join(tmpdir(), `outline-no-such-${Date.now()}.jsonl`);
     const r = await outline("import", missing);

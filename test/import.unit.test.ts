@@ -221,3 +221,34 @@ describe("importLines on bytes", () => {
     }
   });
 });
+
+describe("importLines with a message id twice in the file", () => {
+  it("warns of a repeat with other content, naming both lines; an identical one is quiet", async () => {
+    const m = (i: number, text: string) => JSON.stringify({ ...chatMessage("u-rep", i), text });
+    const file = [
+      m(0, "first"),
+      m(1, "one"),
+      m(0, "first"), // line 3: byte for byte line 1's
+      m(0, "changed"), // line 4: other content than line 1
+      JSON.stringify({ ...chatMessage("u-other", 0), text: "changed" }), // another thread
+      m(1, "one, edited"), // line 6
+    ].join("\n");
+    const stream = fakeStream([0, 1]);
+    const repeats: [number, number, string, string][] = [];
+    const result = await importLines({
+      nc,
+      names: DEFAULT_NAMES,
+      input: chunks(file, 5),
+      window: 2,
+      publisher: stream.publisher,
+      onRepeat: (line, first, thread, id) => repeats.push([line, first, thread, id]),
+    });
+    expect(repeats).toEqual([
+      [4, 1, "u-rep", "u-rep-m0"],
+      [6, 2, "u-rep", "u-rep-m1"],
+    ]);
+    // Counted as before: the stream keeps the first of each id.
+    expect(result).toMatchObject({ lines: 6, published: 3, duplicates: 3 });
+    expect(result.bad).toEqual([]);
+  });
+});

@@ -59,6 +59,11 @@ export interface ImportOptions {
   progress?: ProgressOutput;
   /** Each bad line as it is found. */
   onBad?: (line: number, reason: string) => void;
+  /**
+   * A message id of a thread came again on line `line` with other bytes than on line `first`:
+   * the worker applies the first (SPEC §7), so this line's content is dropped.
+   */
+  onRepeat?: (line: number, first: number, thread: string, id: string) => void;
   /** `applied` could not be read: the lines from here on are published without asking it. */
   onUnchecked?: (reason: string) => void;
   now?: () => number;
@@ -78,6 +83,31 @@ export function checkLine(
   if (!parsed.success) return { ok: false, reason: describeIssues(parsed.error) };
   return { ok: true, thread: parsed.data.thread, id: parsed.data.id };
 }
+
+/** A 53-bit hash of a string (cyrb53): compact keys for the ids seen in a file. */
+function hash53(text: string, seed = 0): number {
+  let h1 = 0xdeadbeef ^ seed;
+  let h2 = 0x41c6ce57 ^ seed;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return 4294967296 * (2097151 & h2) + (h1 >>> 0);
+}
+
+/**
+ * Message ids remembered per import, to warn of one that comes again with other content. The
+ * bound: the last 1,000,000 distinct (thread, id) pairs, each one Map entry of two numbers (a
+ * 53-bit hash of thread and id; the first line's number and 20 bits of its text's hash), about
+ * 60 MB at most whatever the file's size (measured). A repeat further back is not compared; a
+ * hash that collides can at worst leave a repeat unwarned (text: once in 10^6) or warn of one
+ * that is not (id: once in 10^10 lines): a warning only, nothing is published differently.
+ */
+const REMEMBERED_IDS = 1_000_000;
+const TEXT_BITS = 2 ** 20;
 
 /** Each line's bytes as UTF-8, or an error: never a U+FFFD in place of a byte (BOMs kept). */
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
@@ -162,6 +192,21 @@ export async function importLines(options: ImportOptions): Promise<ImportResult>
       return false;
     }
   };
+  // (thread, id) hash → first line × 2^20 + its text's hash (20 bits); see REMEMBERED_IDS.
+  const seen = new Map<number, number>();
+  const remember = (number: number, text: string, thread: string, id: string): void => {
+    const key = hash53(`${thread}\n${id}`);
+    const textHash = hash53(text, 1) % TEXT_BITS;
+    const first = seen.get(key);
+    if (first !== undefined) {
+      // Byte for byte the same line: the plain re-run of a line, nothing lost.
+      if (first % TEXT_BITS !== textHash)
+        options.onRepeat?.(number, Math.floor(first / TEXT_BITS), thread, id);
+      return;
+    }
+    if (seen.size >= REMEMBERED_IDS) seen.delete(seen.keys().next().value as number);
+    seen.set(key, number * TEXT_BITS + textHash);
+  };
   let batch: Valid[] = [];
   const batchSize = Math.max(1, Math.floor(window / 2));
   const flush = async (): Promise<void> => {
@@ -206,6 +251,7 @@ export async function importLines(options: ImportOptions): Promise<ImportResult>
       progress?.tick();
       return undefined;
     }
+    if (options.onRepeat) remember(number, text, checked.thread, checked.id);
     batch.push({ number, text, thread: checked.thread, id: checked.id });
     return batch.length >= batchSize ? flush() : undefined;
   };
@@ -333,6 +379,10 @@ export const importCommand: Command = {
         onBad: (line, reason) =>
           process.stderr.write(
             `${process.stderr.isTTY ? "\r\x1b[K" : ""}line ${line}: ${reason}\n`,
+          ),
+        onRepeat: (line, first, thread, id) =>
+          process.stderr.write(
+            `${process.stderr.isTTY ? "\r\x1b[K" : ""}line ${line}: message id '${id}' of thread '${thread}' was on line ${first} with other content; line ${first}'s is kept (a message id is applied once): give this one a new id\n`,
           ),
         onUnchecked: unchecked,
       }).finally(() => applied?.close());
