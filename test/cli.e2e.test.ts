@@ -23,7 +23,9 @@ import {
   subjects,
 } from "../services/nats/topology.ts";
 import { startSearchService } from "../services/search/service.ts";
+import { toPersisted } from "../services/thread-worker/actor-store.ts";
 import { ensureWorkerBuckets } from "../services/thread-worker/buckets.ts";
+import { deleteThread, initialThreadState } from "../shared/thread.ts";
 import { lineHolding } from "../shared/search.ts";
 import { SEARCH_HEADER_LINE } from "../shared/prompt.ts";
 import { startTestApi } from "./support/prompt-builder-api.ts";
@@ -424,6 +426,39 @@ describe("outline outline / prompt / zoom", () => {
     const unknown = await outline("zoom", "nobody-here", "0", "1");
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain("THREAD_NOT_FOUND");
+  });
+});
+
+/** The worker's tombstone of `target`: its actor state as a thread.deleted leaves it. */
+async function tombstone(target: string): Promise<void> {
+  const buckets = await ensureWorkerBuckets(js, jsm, names);
+  const core = deleteThread(initialThreadState(target, DEFAULT_SETTINGS));
+  const record = toPersisted(target, 3, false, { context: { core } });
+  await buckets.actors.put(target, JSON.stringify(record));
+}
+
+describe("a deleted thread", () => {
+  it("takes no line of an import, on any run: each is bad, none published", async () => {
+    const target = `${thread}-gone`;
+    await tombstone(target);
+    const line = (t: string, i: number) => JSON.stringify(makeMessage(t, i, `m ${i}`));
+    const file = [line(target, 0), line(`${thread}-alive`, 0), line(target, 1)].join("\n");
+    for (const run of [1, 2]) {
+      const r = await outlineWith(file, ["import", "-"]);
+      expect({ run, code: r.code }).toEqual({ run, code: 1 });
+      const said = r.stderr.split("\n").filter((l) => l.startsWith("line "));
+      expect(said).toEqual(
+        [1, 3].map(
+          (n) =>
+            `line ${n}: thread '${target}' was deleted; its id takes no new messages (use a new thread id)`,
+        ),
+      );
+      expect(r.stdout).toMatch(/3 lines: [01] published, [01] already stored, 2 bad; /);
+    }
+    const info = await jsm.streams.info(names.chatStream, {
+      subjects_filter: subjects(names).messageCreated(target),
+    });
+    expect(info.state.subjects?.[subjects(names).messageCreated(target)]).toBeUndefined();
   });
 });
 

@@ -3,9 +3,10 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { InfraNames } from "../services/config/names.ts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { openAppliedIds } from "../services/cli/applied-ids.ts";
+import { deletedThreadReason, openDeletedThreads } from "../services/cli/deleted-threads.ts";
 import { importLines, summarize } from "../services/cli/import.ts";
 import { connectNats } from "../services/nats/connect.ts";
-import { ensureTopology } from "../services/nats/topology.ts";
+import { ensureTopology, subjects } from "../services/nats/topology.ts";
 import {
   chatMessage,
   harness,
@@ -176,6 +177,69 @@ describe("outline import", () => {
       expect((await jsm.streams.info(names.chatStream)).state.last_seq).toBe(
         before + expected.length,
       );
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it("refuses a deleted thread's lines on every run, publishing none of them", async () => {
+    const names = uniqueNames();
+    const { jsm, js } = await ensureTopology(nc, names);
+    const { worker, h } = await startWorker(names);
+    const line = (thread: string, i: number) => JSON.stringify(chatMessage(thread, i));
+    try {
+      await importLines({ nc, names, input: chunks(`${line("many", 0)}\n${line("many", 1)}\n`) });
+      await waitFor("the thread applied", async () => (await readSnapshot(h, "many"))?.count === 2);
+      await js.publish(
+        subjects(names).threadDeleted("many"),
+        JSON.stringify({ thread: "many", at: "2026-01-02T00:00:00Z" }),
+      );
+      const deleted = await openDeletedThreads(nc, names);
+      if (!deleted) throw new Error("the worker's actor bucket is not readable");
+      await waitFor("the worker erased the thread", async () => {
+        const fresh = await openDeletedThreads(nc, names);
+        const gone = (await fresh?.isDeleted("many")) === true;
+        fresh?.close();
+        return gone && (await readSnapshot(h, "many")) === null;
+      });
+      // After the duplicate window, as a late re-run would be.
+      const info = await jsm.streams.info(names.chatStream);
+      await jsm.streams.update(names.chatStream, { ...info.config, duplicate_window: 100_000_000 });
+      await new Promise((r) => setTimeout(r, 300));
+      const dead = async () => (await jsm.streams.info(names.deadStream)).state.messages;
+      const deadBefore = await dead();
+      const before = (await jsm.streams.info(names.chatStream)).state.last_seq;
+      const file = `${line("many", 0)}\n${line("other", 0)}\n${line("many", 2)}\n`;
+      for (const run of [1, 2]) {
+        const reported: number[] = [];
+        const result = await importLines({
+          nc,
+          names,
+          input: chunks(file),
+          deleted,
+          onBad: (n) => reported.push(n),
+        });
+        const reason = deletedThreadReason("many");
+        expect(reason).toBe(
+          "thread 'many' was deleted; its id takes no new messages (use a new thread id)",
+        );
+        expect({ run, bad: result.bad }).toEqual({
+          run,
+          bad: [
+            { line: 1, reason },
+            { line: 3, reason },
+          ],
+        });
+        expect(reported).toEqual([1, 3]);
+        expect(result.published + result.duplicates).toBe(1);
+      }
+      deleted.close();
+      // Only the other thread's line was stored (once), and nothing went to the dead letters.
+      expect((await jsm.streams.info(names.chatStream)).state.last_seq).toBe(before + 1);
+      await waitFor("the worker applied the other thread", async () => {
+        return (await readSnapshot(h, "other"))?.count === 1;
+      });
+      expect(await dead()).toBe(deadBefore);
     } finally {
       await worker.stop();
     }

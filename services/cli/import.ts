@@ -5,6 +5,7 @@ import type { InfraNames } from "../config/names.ts";
 import { pipelinedPublisher, type PipelinedPublisher } from "../nats/pipelined-publish.ts";
 import { subjects } from "../nats/subjects.ts";
 import { openAppliedIds, type AppliedIds } from "./applied-ids.ts";
+import { deletedThreadReason, openDeletedThreads, type DeletedThreads } from "./deleted-threads.ts";
 import { parse, UsageError } from "./args.ts";
 import type { Command } from "./command.ts";
 import { createProgress, type ProgressOutput } from "./replay/progress.ts";
@@ -14,8 +15,9 @@ const USAGE = `usage: outline import FILE|- [--window N]
 
 Publishes a JSONL file (or stdin with -) of message.created bodies, one per line, as the chat
 platform does: to chat.<thread>.message.created with Nats-Msg-Id = the message id
-(docs/import.md). A line that is not a valid body is reported by its number and not published;
-the others are. Run it again after a failure or an interruption: a message the worker has
+(docs/import.md). A line that is not a valid body, or is for a thread the worker deleted (a
+deleted thread's id takes no new messages), is reported by its number and not published; the
+others are. Run it again after a failure or an interruption: a message the worker has
 applied is not published again (its thread's snapshot or its id index says so), one stored
 within the stream's duplicate window is not stored again, and the worker applies each message
 id of a thread once, however late it comes again.
@@ -54,6 +56,10 @@ export interface ImportOptions {
   window?: number;
   /** The worker's applied message ids; without it every valid line is published. */
   applied?: AppliedIds;
+  /** The threads the worker deleted: their lines are bad, not published (dead letters else). */
+  deleted?: DeletedThreads;
+  /** `deleted` could not be read: the lines from here on are published without asking it. */
+  onDeletedUnchecked?: (reason: string) => void;
   /** Where the lines go (tests); a pipelined publisher on `nc` by default. */
   publisher?: PipelinedPublisher;
   progress?: ProgressOutput;
@@ -207,13 +213,37 @@ export async function importLines(options: ImportOptions): Promise<ImportResult>
     if (seen.size >= REMEMBERED_IDS) seen.delete(seen.keys().next().value as number);
     seen.set(key, number * TEXT_BITS + textHash);
   };
+  let deleted = options.deleted;
+  const isDeleted = async ({ thread }: Valid): Promise<boolean> => {
+    const threads = deleted;
+    if (!threads) return false;
+    try {
+      return await threads.isDeleted(thread);
+    } catch (err) {
+      // Unreadable: publish, as without it (the worker dead-letters a deleted thread's line).
+      if (deleted) options.onDeletedUnchecked?.((err as Error).message);
+      deleted = undefined;
+      return false;
+    }
+  };
   let batch: Valid[] = [];
   const batchSize = Math.max(1, Math.floor(window / 2));
   const flush = async (): Promise<void> => {
     const lines = batch;
     batch = [];
-    const skip = applied ? await Promise.all(lines.map(isApplied)) : undefined;
+    // Both asked at once; a thread is asked once (each keeps its answers).
+    const [gone, skip] = await Promise.all([
+      deleted ? Promise.all(lines.map(isDeleted)) : undefined,
+      applied ? Promise.all(lines.map(isApplied)) : undefined,
+    ]);
     for (const [i, line] of lines.entries()) {
+      if (gone?.[i]) {
+        const reason = deletedThreadReason(line.thread);
+        result.bad.push({ line: line.number, reason });
+        options.onBad?.(line.number, reason);
+        progress?.tick();
+        continue;
+      }
       if (skip?.[i]) {
         result.applied += 1;
         progress?.tick();
@@ -291,6 +321,8 @@ export async function importLines(options: ImportOptions): Promise<ImportResult>
   }
   progress?.done();
   result.failed.sort((a, b) => a.line - b.line);
+  // A deleted thread's lines are found when their batch is checked, after later bad lines.
+  result.bad.sort((a, b) => a.line - b.line);
   result.seconds = (now() - started) / 1000;
   return result;
 }
@@ -367,6 +399,11 @@ export const importCommand: Command = {
           `${process.stderr.isTTY ? "\r\x1b[K" : ""}could not read what the worker has applied (${reason}): the lines from here on are published without that check (each is still applied once)\n`,
         );
       const applied = await openAppliedIds(nc, config.names, unchecked);
+      const deletedUnchecked = (reason: string) =>
+        process.stderr.write(
+          `${process.stderr.isTTY ? "\r\x1b[K" : ""}could not read which threads the worker deleted (${reason}): the lines from here on are published without that check (a deleted thread's line is dead-lettered)\n`,
+        );
+      const deleted = await openDeletedThreads(nc, config.names, deletedUnchecked);
       const result = await importLines({
         nc,
         names: config.names,
@@ -374,6 +411,7 @@ export const importCommand: Command = {
         window,
         ...(expected !== undefined ? { expected } : {}),
         ...(applied ? { applied } : {}),
+        ...(deleted ? { deleted } : {}),
         progress: process.stderr,
         // On a terminal the bar's line is cleared first.
         onBad: (line, reason) =>
@@ -385,7 +423,11 @@ export const importCommand: Command = {
             `${process.stderr.isTTY ? "\r\x1b[K" : ""}line ${line}: message id '${id}' of thread '${thread}' was on line ${first} with other content; line ${first}'s is kept (a message id is applied once): give this one a new id\n`,
           ),
         onUnchecked: unchecked,
-      }).finally(() => applied?.close());
+        onDeletedUnchecked: deletedUnchecked,
+      }).finally(() => {
+        applied?.close();
+        deleted?.close();
+      });
       for (const f of result.failed)
         process.stderr.write(`line ${f.line}: not published: ${f.reason}\n`);
       out.line(summarize(result, fromStdin ? "stdin" : source));
