@@ -462,6 +462,22 @@ describe("a deleted thread", () => {
   });
 });
 
+describe("outline send to a deleted thread", () => {
+  it("refuses it, with text or from stdin, exit code 1, and publishes nothing", async () => {
+    const target = `${thread}-sent-gone`;
+    await tombstone(target);
+    const said = `outline send: thread '${target}' was deleted; its id takes no new messages (use a new thread id)\n`;
+    const one = await outline("send", target, "hello?");
+    expect(one).toEqual({ code: 1, stdout: "", stderr: said });
+    const piped = await outlineWith("first\nsecond\n", ["send", target]);
+    expect(piped).toEqual({ code: 1, stdout: "", stderr: said });
+    const info = await jsm.streams.info(names.chatStream, {
+      subjects_filter: subjects(names).messageCreated(target),
+    });
+    expect(info.state.subjects?.[subjects(names).messageCreated(target)]).toBeUndefined();
+  });
+});
+
 describe("outline send from stdin, import, dead", () => {
   it("sends each line of stdin as a message, skipping blank lines", async () => {
     const target = `${thread}-stdin`;

@@ -4,6 +4,7 @@ import { describeIssues, messageCreatedSchema, type Message } from "../../shared
 import { subjects } from "../nats/subjects.ts";
 import { parse, str, UsageError } from "./args.ts";
 import type { Command, Output } from "./command.ts";
+import { deletedThreadReason, openDeletedThreads } from "./deleted-threads.ts";
 import { withSession, type Session } from "./session.ts";
 
 const USAGE = `usage: outline send <thread> [<text>] [--from NAME] [--to NAME] [--role ROLE] [--id ID]
@@ -16,7 +17,10 @@ message (blank lines are skipped), sent as it is read:
   --from NAME   author (default: $USER, else "user")
   --to NAME     addressee, optional
   --role ROLE   user | assistant | tool | system (default: user)
-  --id ID       message id (default: a new unique id); only with <text>`;
+  --id ID       message id (default: a new unique id); only with <text>
+
+A thread the worker deleted takes no new messages (its id stays taken): send refuses it, exit
+code 1.`;
 
 interface Fields {
   thread: string;
@@ -39,6 +43,28 @@ function message(fields: Fields, text: string, id: string): Message {
   if (!parsed.success)
     throw new UsageError(`the message would not be valid: ${describeIssues(parsed.error)}`);
   return parsed.data;
+}
+
+/**
+ * Throws when the worker deleted `thread` (its message would only be dead-lettered); when that
+ * cannot be read, says so and lets the message go, as import does.
+ */
+async function refuseDeleted({ nc, config }: Session, thread: string): Promise<void> {
+  const unchecked = (reason: string) =>
+    process.stderr.write(
+      `outline send: could not read whether thread '${thread}' was deleted (${reason}): sent without that check (a deleted thread's message is dead-lettered)\n`,
+    );
+  const deleted = await openDeletedThreads(nc, config.names, unchecked);
+  if (!deleted) return;
+  let gone = false;
+  try {
+    gone = await deleted.isDeleted(thread);
+  } catch (err) {
+    unchecked((err as Error).message);
+  } finally {
+    deleted.close();
+  }
+  if (gone) throw new Error(deletedThreadReason(thread));
 }
 
 async function publish({ js, config }: Session, m: Message, out: Output): Promise<void> {
@@ -84,6 +110,7 @@ export const send: Command = {
       // Checked before connecting: a bad message is said at once.
       const m = message(fields, text, id ?? `cli-${randomUUID()}`);
       return withSession(async (session) => {
+        await refuseDeleted(session, m.thread);
         await publish(session, m, out);
         return 0;
       });
@@ -94,6 +121,8 @@ export const send: Command = {
     // The fields are checked before anything is read (a bad --role fails at once).
     message(fields, "", "check");
     return withSession(async (session) => {
+      // Once, before anything is read: every line would go to the same deleted thread.
+      await refuseDeleted(session, thread);
       // At a terminal a forgotten <text> would look like a hang.
       if (process.stdin.isTTY)
         process.stderr.write(
