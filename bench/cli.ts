@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { openAppliedIds } from "../services/cli/applied-ids.ts";
+import { openDeletedThreads } from "../services/cli/deleted-threads.ts";
 import { importLines } from "../services/cli/import.ts";
 import { ensureWorkerBuckets } from "../services/thread-worker/buckets.ts";
 import { claimMessageId } from "../services/thread-worker/id-index.ts";
@@ -118,6 +119,9 @@ export async function run(): Promise<Record<string, number>> {
     const indexed = async (prefix: string) => {
       const applied = await openAppliedIds(nc, server.names);
       if (!applied) throw new Error("the id index is not readable");
+      // As `outline import` runs: the worker's tombstones too (its actors bucket is there).
+      const deleted = await openDeletedThreads(nc, server.names);
+      if (!deleted) throw new Error("the worker's actor records are not readable");
       const body = `${lines(prefix).join("\n")}\n`;
       const start = performance.now();
       const r = await importLines({
@@ -127,7 +131,11 @@ export async function run(): Promise<Record<string, number>> {
           yield await Promise.resolve(body);
         })(),
         applied,
-      }).finally(() => applied.close());
+        deleted,
+      }).finally(() => {
+        applied.close();
+        deleted.close();
+      });
       return { result: r, rate: (r.published + r.applied) / ((performance.now() - start) / 1000) };
     };
     const fresh = await indexed("fresh");

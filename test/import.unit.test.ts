@@ -91,6 +91,7 @@ function fakeIndex(ids: Set<string>, delays: number[], failAt?: number) {
     );
   const index: AppliedIds = {
     has: (_thread, id) => answer(() => ids.has(id)),
+    hasSnapshot: () => Promise.resolve(ids.size > 0),
     close: () => undefined,
   };
   return { index, failures: () => failures };
@@ -250,5 +251,42 @@ describe("importLines with a message id twice in the file", () => {
     // Counted as before: the stream keeps the first of each id.
     expect(result).toMatchObject({ lines: 6, published: 3, duplicates: 3 });
     expect(result.bad).toEqual([]);
+  });
+});
+
+describe("importLines with the worker's tombstones", () => {
+  it("asks for a tombstone only of threads without a snapshot, and refuses a deleted one's lines", async () => {
+    // u-live has a snapshot (its actor record may be large: never read); u-new has none and is
+    // not deleted; u-gone has none and is deleted.
+    const lines = ["u-live", "u-new", "u-gone", "u-live", "u-gone", "u-new"].map((thread, i) =>
+      JSON.stringify(chatMessage(thread, i)),
+    );
+    const stream = fakeStream([0, 1, 2, 3, 4, 5]);
+    const asked: string[] = [];
+    const result = await importLines({
+      nc,
+      names: DEFAULT_NAMES,
+      input: chunks(lines.join("\n"), 17),
+      window: 4,
+      publisher: stream.publisher,
+      applied: {
+        has: () => Promise.resolve(false),
+        hasSnapshot: (thread) => Promise.resolve(thread === "u-live"),
+        close: () => undefined,
+      },
+      deleted: {
+        isDeleted: (thread) => {
+          asked.push(thread);
+          return Promise.resolve(thread === "u-gone");
+        },
+        close: () => undefined,
+      },
+    });
+    expect(new Set(asked)).toEqual(new Set(["u-new", "u-gone"]));
+    expect(result.bad.map((b) => [b.line, b.reason])).toEqual([
+      [3, "thread 'u-gone' was deleted; its id takes no new messages (use a new thread id)"],
+      [5, "thread 'u-gone' was deleted; its id takes no new messages (use a new thread id)"],
+    ]);
+    expect(result).toMatchObject({ lines: 6, published: 4 });
   });
 });

@@ -10,6 +10,11 @@ import { claimedSeq, idKey } from "../thread-worker/id-index.ts";
 export interface AppliedIds {
   /** Whether the worker has applied message `id` of `thread`. */
   has(thread: string, id: string): Promise<boolean>;
+  /**
+   * Whether the worker holds a snapshot of `thread`: then it is not deleted, or its erase (which
+   * takes the snapshot last, eraser.ts) has not ended yet.
+   */
+  hasSnapshot(thread: string): Promise<boolean>;
   close(): void;
 }
 
@@ -86,6 +91,9 @@ export async function openAppliedIds(
       // As claimMessageId reads it: a delete marker or garbage is no claim (claimed again).
       if (!entry || entry.headers?.get("KV-Operation")) return false;
       return claimedSeq(entry.data) !== undefined;
+    },
+    async hasSnapshot(thread) {
+      return !unknown.has(thread) && (await snapshotOf(thread)) !== undefined;
     },
     close: () => requests.close(),
   };

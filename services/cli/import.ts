@@ -213,11 +213,22 @@ export async function importLines(options: ImportOptions): Promise<ImportResult>
     if (seen.size >= REMEMBERED_IDS) seen.delete(seen.keys().next().value as number);
     seen.set(key, number * TEXT_BITS + textHash);
   };
+  const hasSnapshot = async (thread: string): Promise<boolean> => {
+    try {
+      return (await applied?.hasSnapshot(thread)) ?? false;
+    } catch {
+      return false; // said by isApplied, which reads the same snapshot
+    }
+  };
   let deleted = options.deleted;
   const isDeleted = async ({ thread }: Valid): Promise<boolean> => {
     const threads = deleted;
     if (!threads) return false;
     try {
+      // A thread with a snapshot is not deleted (or its erase is still running: the worker then
+      // dead-letters the line). Only the others read a tombstone: a live thread's actor record
+      // can be large, a deleted one's or none is small.
+      if (await hasSnapshot(thread)) return false;
       return await threads.isDeleted(thread);
     } catch (err) {
       // Unreadable: publish, as without it (the worker dead-letters a deleted thread's line).
@@ -231,11 +242,14 @@ export async function importLines(options: ImportOptions): Promise<ImportResult>
   const flush = async (): Promise<void> => {
     const lines = batch;
     batch = [];
-    // Both asked at once; a thread is asked once (each keeps its answers).
-    const [gone, skip] = await Promise.all([
-      deleted ? Promise.all(lines.map(isDeleted)) : undefined,
-      applied ? Promise.all(lines.map(isApplied)) : undefined,
-    ]);
+    // The index first: it reads each thread's snapshot, which spares most threads the tombstone
+    // read. An applied line is not a deleted thread's (its erase takes the index first).
+    const skip = applied ? await Promise.all(lines.map(isApplied)) : undefined;
+    const gone = deleted
+      ? await Promise.all(
+          lines.map((line, i) => (skip?.[i] ? Promise.resolve(false) : isDeleted(line))),
+        )
+      : undefined;
     for (const [i, line] of lines.entries()) {
       if (gone?.[i]) {
         const reason = deletedThreadReason(line.thread);
