@@ -1,8 +1,6 @@
-import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { openBucketReads } from "./bucket-reads.ts";
 import type { InfraNames } from "../config/names.ts";
-import { DirectReader } from "../nats/direct-reader.ts";
-import { InboxRequests } from "../nats/inbox-requests.ts";
 import { kvStream, kvSubject, workerBucketNames } from "../thread-worker/buckets.ts";
 import { claimedSeq, idKey } from "../thread-worker/id-index.ts";
 
@@ -47,19 +45,9 @@ export async function openAppliedIds(
 ): Promise<AppliedIds | undefined> {
   const ids = workerBucketNames(names).ids;
   const streams = { snapshots: kvStream(names.kvBucket), ids: kvStream(ids) };
-  try {
-    const jsm = await jetstreamManager(nc);
-    for (const name of Object.values(streams)) {
-      if (!(await jsm.streams.info(name)).config.allow_direct) return undefined;
-    }
-  } catch (err) {
-    // No bucket: nothing was applied. Anything else (a permission) is said: lines go unchecked.
-    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound))
-      onUnchecked((err as Error).message);
-    return undefined;
-  }
-  const requests = new InboxRequests(nc);
-  const reader = new DirectReader(requests);
+  const reads = await openBucketReads(nc, Object.values(streams), onUnchecked);
+  if (!reads) return undefined;
+  const { reader } = reads;
   const unknown = new Set<string>();
   // The last KEEP threads asked about, oldest first (a Map keeps insertion order).
   const known = new Map<string, Promise<Known | undefined>>();
@@ -95,7 +83,7 @@ export async function openAppliedIds(
     async hasSnapshot(thread) {
       return !unknown.has(thread) && (await snapshotOf(thread)) !== undefined;
     },
-    close: () => requests.close(),
+    close: () => reads.close(),
   };
 }
 

@@ -1,8 +1,6 @@
-import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { openBucketReads } from "./bucket-reads.ts";
 import type { InfraNames } from "../config/names.ts";
-import { DirectReader } from "../nats/direct-reader.ts";
-import { InboxRequests } from "../nats/inbox-requests.ts";
 import { kvStream, kvSubject, workerBucketNames } from "../thread-worker/buckets.ts";
 
 /** What the CLI says of a line or a message for a deleted thread (import and send alike). */
@@ -36,16 +34,9 @@ export async function openDeletedThreads(
 ): Promise<DeletedThreads | undefined> {
   const bucket = workerBucketNames(names).actors;
   const stream = kvStream(bucket);
-  try {
-    const jsm = await jetstreamManager(nc);
-    if (!(await jsm.streams.info(stream)).config.allow_direct) return undefined;
-  } catch (err) {
-    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound))
-      onUnchecked((err as Error).message);
-    return undefined;
-  }
-  const requests = new InboxRequests(nc);
-  const reader = new DirectReader(requests);
+  const reads = await openBucketReads(nc, [stream], onUnchecked);
+  if (!reads) return undefined;
+  const { reader } = reads;
   // Oldest first (a Map keeps insertion order).
   const known = new Map<string, Promise<boolean>>();
   return {
@@ -62,7 +53,7 @@ export async function openDeletedThreads(
       known.set(thread, answer);
       return answer;
     },
-    close: () => requests.close(),
+    close: () => reads.close(),
   };
 }
 
