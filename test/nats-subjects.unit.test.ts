@@ -4,7 +4,7 @@ import { THREAD_ID } from "../shared/events.ts";
 import { InvariantError } from "../shared/errors.ts";
 import { DEFAULT_NAMES } from "../services/config/names.ts";
 import { streamDifferences, subjectCovers } from "../services/nats/stream-check.ts";
-import { subjects } from "../services/nats/subjects.ts";
+import { deadLetterSubject, subjects } from "../services/nats/subjects.ts";
 
 describe("subjects", () => {
   const s = subjects(DEFAULT_NAMES);
@@ -67,12 +67,12 @@ describe("dead-letter subjects", () => {
   const s = subjects(DEFAULT_NAMES);
 
   it("puts a letter on the thread its subject names, whatever else is wrong with the subject", () => {
-    expect(s.deadLetterFor("chat.t_1.message.created")).toBe("outline.dead.t_1");
-    expect(s.deadLetterFor("chat.t_1.thread.deleted")).toBe("outline.dead.t_1");
+    expect(deadLetterSubject(DEFAULT_NAMES, "chat.t_1.message.created")).toBe("outline.dead.t_1");
+    expect(deadLetterSubject(DEFAULT_NAMES, "chat.t_1.thread.deleted")).toBe("outline.dead.t_1");
     // An unknown event type, a partition token (right or wrong), trailing tokens: still t_1's.
-    expect(s.deadLetterFor("chat.t_1.message.edited")).toBe("outline.dead.t_1");
-    expect(s.deadLetterFor("chat.t_1.message.created.7")).toBe("outline.dead.t_1");
-    expect(s.deadLetterFor("chat.t_1")).toBe("outline.dead.t_1");
+    expect(deadLetterSubject(DEFAULT_NAMES, "chat.t_1.message.edited")).toBe("outline.dead.t_1");
+    expect(deadLetterSubject(DEFAULT_NAMES, "chat.t_1.message.created.7")).toBe("outline.dead.t_1");
+    expect(deadLetterSubject(DEFAULT_NAMES, "chat.t_1")).toBe("outline.dead.t_1");
     expect(s.chatThread("chat.t_1.x.y.z")).toBe("t_1");
   });
 
@@ -90,16 +90,23 @@ describe("dead-letter subjects", () => {
       "x",
       "",
     ]) {
-      expect(s.deadLetterFor(subject), subject).toBe("outline.dead.unknown.thread");
+      expect(deadLetterSubject(DEFAULT_NAMES, subject), subject).toBe(
+        "outline.dead.unknown.thread",
+      );
       expect(s.chatThread(subject), subject).toBeUndefined();
     }
   });
 
   it("follows configured names, with multi-token prefixes", () => {
-    const acme = subjects({ ...DEFAULT_NAMES, chatPrefix: "acme.chat", deadSubject: "acme.dead" });
-    expect(acme.deadLetterFor("acme.chat.t9.message.created")).toBe("acme.dead.t9");
-    expect(acme.deadLetterFor("chat.t9.message.created")).toBe("acme.dead.unknown.thread");
-    expect(acme.deadLetterFor("acme.chatt9.message.created")).toBe("acme.dead.unknown.thread");
+    const acmeNames = { ...DEFAULT_NAMES, chatPrefix: "acme.chat", deadSubject: "acme.dead" };
+    const acme = subjects(acmeNames);
+    expect(deadLetterSubject(acmeNames, "acme.chat.t9.message.created")).toBe("acme.dead.t9");
+    expect(deadLetterSubject(acmeNames, "chat.t9.message.created")).toBe(
+      "acme.dead.unknown.thread",
+    );
+    expect(deadLetterSubject(acmeNames, "acme.chatt9.message.created")).toBe(
+      "acme.dead.unknown.thread",
+    );
     expect(acme.parseDeadLetter("acme.dead.t9")).toBe("t9");
     expect(acme.parseDeadLetter("outline.dead.t9")).toBeUndefined();
     expect(acme.deadStreamSubjects).toEqual(["acme.dead", "acme.dead.>"]);
@@ -110,7 +117,7 @@ describe("dead-letter subjects", () => {
     fc.assert(
       fc.property(id, id, (a, b) => {
         const subject = s.deadLetterOf(a);
-        expect(s.deadLetterFor(s.messageCreated(a))).toBe(subject);
+        expect(deadLetterSubject(DEFAULT_NAMES, s.messageCreated(a))).toBe(subject);
         expect(s.parseDeadLetter(subject)).toBe(a);
         // A purge of one thread's subject (a literal filter) reaches nothing else.
         for (const other of [

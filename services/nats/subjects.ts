@@ -54,8 +54,6 @@ export interface Subjects {
   deadLetterOf(thread: string): string;
   /** `<dead>.unknown.thread`: the dead letters of events whose subject names no thread. */
   readonly deadLetterNoThread: string;
-  /** Where the dead letter of an event that arrived on `subject` goes (see deadLetterSubject). */
-  deadLetterFor(subject: string): string;
   /** The thread of a `<dead>.<thread>` subject; undefined for any other subject. */
   parseDeadLetter(subject: string): string | undefined;
   /** The DEAD stream's subjects: the shared one of old, and every one under it. */
@@ -179,7 +177,6 @@ export function subjects(names: InfraNames): Subjects {
     deadLetterShared: names.deadSubject,
     deadLetterOf: (thread) => `${names.deadSubject}.${token(thread)}`,
     deadLetterNoThread: `${names.deadSubject}.${DEAD_NO_THREAD}`,
-    deadLetterFor: (subject) => deadLetterSubject(names, subject),
     parseDeadLetter(subject) {
       const prefix = `${names.deadSubject}.`;
       if (!subject.startsWith(prefix)) return undefined;
