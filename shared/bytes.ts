@@ -130,3 +130,14 @@ export function invalidUtf8At(bytes: Uint8Array): number {
   }
   return -1;
 }
+
+/**
+ * "at byte N (0xXX)": where `bytes` stop being UTF-8 (counted from 0) and the byte found there,
+ * for a refusal's reason. A byte, never text: a reason may be logged. Only for bytes `utf8Text`
+ * refused.
+ */
+export function invalidUtf8Where(bytes: Uint8Array): string {
+  const at = invalidUtf8At(bytes);
+  const byte = (bytes[at] ?? 0).toString(16).toUpperCase().padStart(2, "0");
+  return `at byte ${at} (0x${byte})`;
+}

@@ -116,7 +116,11 @@ function outlineElsewhere(
 }
 
 /** As `outline`, with `input` on stdin; `firstChunkOnly` closes stdout after the first output. */
-function outlineWith(input: string, args: string[], firstChunkOnly = false): Promise<Run> {
+function outlineWith(
+  input: string | Uint8Array,
+  args: string[],
+  firstChunkOnly = false,
+): Promise<Run> {
   const env: NodeJS.ProcessEnv = { ...process.env, ...namesToEnv(names) };
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ["services/cli/bin.js", ...args], { env });
@@ -493,6 +497,38 @@ describe("outline send from stdin, import, dead", () => {
       subjects_filter: subjects(names).messageCreated(target),
     });
     expect(info.state.subjects?.[subjects(names).messageCreated(target)]).toBe(2);
+  });
+
+  it("stops at a stdin line that is not UTF-8, naming its byte: it and the later lines unsent", async () => {
+    const target = `${thread}-stdin-latin1`;
+    // Latin-1 "café": the é is the one byte 0xE9 (UTF-8 writes it 0xC3 0xA9).
+    const latin1 = Buffer.concat([
+      Buffer.from("first\r\ncaf"),
+      Buffer.from([0xe9]),
+      Buffer.from(" au lait\nthird\n"),
+    ]);
+    const r = await outlineWith(latin1, ["send", target]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^sent \S+ to /);
+    expect(r.stdout.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr).toBe(
+      "outline send: line 2 of stdin is not valid UTF-8 at byte 3 (0xE9): not sent, nor the lines after it (1 message was sent before it); convert the input to UTF-8 (e.g. iconv -f latin1 -t utf-8) and send from line 2 on\n",
+    );
+    expect((await storedMessages(jsm, names, target, 1)).map((m) => m.message.text)).toEqual([
+      "first",
+    ]);
+    const subject = subjects(names).messageCreated(target);
+    const sent = await jsm.streams.info(names.chatStream, { subjects_filter: subject });
+    expect(sent.state.subjects?.[subject]).toBe(1);
+    // Bad from the first line: nothing at all.
+    const first = await outlineWith(Buffer.from([0x61, 0xff, 0x0a]), ["send", `${target}-2`]);
+    expect(first).toMatchObject({ code: 1, stdout: "" });
+    expect(first.stderr).toMatch(
+      /line 1 of stdin is not valid UTF-8 at byte 1 \(0xFF\): .*\(0 messages were sent before it\)/,
+    );
+    const other = subjects(names).messageCreated(`${target}-2`);
+    const info = await jsm.streams.info(names.chatStream, { subjects_filter: other });
+    expect(info.state.subjects?.[other]).toBeUndefined();
   });
 
   it("imports a file: summary on stdout, bad lines by number on stderr, exit 1", async () => {

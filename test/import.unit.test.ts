@@ -215,7 +215,10 @@ describe("importLines on bytes", () => {
       });
       expect(bad).toEqual([2]);
       expect(result.bad.map((b) => b.line)).toEqual([2]);
-      expect(result.bad[0]?.reason).toMatch(/^not valid UTF-8/);
+      // Where in the line, as the worker names it in a body's dead letter.
+      expect(result.bad[0]?.reason).toMatch(
+        new RegExp(`^not valid UTF-8 at byte ${Buffer.byteLength(before ?? "")} \\(0xFF\\): `),
+      );
       expect(result).toMatchObject({ lines: 4, published: 3 });
       expect(bodies).toEqual([json[0], json[2], json[1]]);
       expect(bodies.some((b) => b.includes("\uFFFD"))).toBe(false);

@@ -1,5 +1,6 @@
 import { createReadStream, readFileSync } from "node:fs";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { invalidUtf8Where } from "../../shared/bytes.ts";
 import { describeIssues, messageCreatedSchema } from "../../shared/events.ts";
 import type { InfraNames } from "../config/names.ts";
 import { pipelinedPublisher, type PipelinedPublisher } from "../nats/pipelined-publish.ts";
@@ -275,8 +276,7 @@ export async function importLines(options: ImportOptions): Promise<ImportResult>
       text = typeof line === "string" ? line : utf8.decode(line);
     } catch {
       // Not published: decoded leniently its bytes would become U+FFFD, applied as text.
-      const reason =
-        "not valid UTF-8 (bytes that are no UTF-8 text: is the file in another encoding?)";
+      const reason = `not valid UTF-8 ${invalidUtf8Where(line as Uint8Array)}: is the file in another encoding? (convert it, e.g. iconv -f latin1 -t utf-8)`;
       result.bad.push({ line: number, reason });
       options.onBad?.(number, reason);
       progress?.tick();

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { createInterface } from "node:readline";
+import { invalidUtf8Where } from "../../shared/bytes.ts";
 import { describeIssues, messageCreatedSchema, type Message } from "../../shared/events.ts";
 import { subjects } from "../nats/subjects.ts";
 import { parse, str, UsageError } from "./args.ts";
@@ -13,6 +13,9 @@ Publishes a message.created event to CHAT, as the chat platform does, with Nats-
 message id (so a retry is stored once). Without <text>, each line read from stdin is one
 message (blank lines are skipped), sent as it is read:
   printf 'first\\nsecond\\n' | outline send demo
+
+stdin must be UTF-8: a line that is not stops the send (exit code 1), naming the byte where it
+stops being UTF-8; it and the lines after it are not sent, those before it were.
 
   --from NAME   author (default: $USER, else "user")
   --to NAME     addressee, optional
@@ -65,6 +68,24 @@ async function refuseDeleted({ nc, config }: Session, thread: string): Promise<v
     deleted.close();
   }
   if (gone) throw new Error(deletedThreadReason(thread));
+}
+
+/** Strict, BOMs kept: a line as written, never with U+FFFD in place of a byte (as import). */
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** The lines of `input` as bytes, each once its '\n' is read (a byte: never inside a character). */
+async function* byteLines(input: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  let rest: Uint8Array = new Uint8Array(0);
+  for await (const chunk of input) {
+    const data = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;
+    let start = 0;
+    for (let end = data.indexOf(10); end >= 0; end = data.indexOf(10, start)) {
+      yield data.subarray(start, end);
+      start = end + 1;
+    }
+    rest = data.subarray(start);
+  }
+  if (rest.length > 0) yield rest;
 }
 
 async function publish({ js, config }: Session, m: Message, out: Output): Promise<void> {
@@ -128,9 +149,26 @@ export const send: Command = {
         process.stderr.write(
           `outline send: no <text>, so each line typed is one message to '${thread}'; Ctrl-D ends\n`,
         );
-      for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
-        if (line.trim() === "") continue;
-        await publish(session, message(fields, line, `cli-${randomUUID()}`), out);
+      let number = 0;
+      let sent = 0;
+      for await (const bytes of byteLines(process.stdin as AsyncIterable<Uint8Array>)) {
+        number += 1;
+        let text: string;
+        try {
+          text = utf8.decode(bytes);
+        } catch {
+          // Stopped, not skipped: a thread's order is the order sent, so the rest waits for the
+          // input to be fixed rather than arrive after a hole.
+          throw new Error(
+            `line ${number} of stdin is not valid UTF-8 ${invalidUtf8Where(bytes)}: not sent, nor the lines after it (${sent} message${sent === 1 ? " was" : "s were"} sent before it); convert the input to UTF-8 (e.g. iconv -f latin1 -t utf-8) and send from line ${number} on`,
+          );
+        }
+        // '\r', '\r\n' and '\n' each end a line, as for readline.
+        for (const line of text.split("\r")) {
+          if (line.trim() === "") continue;
+          await publish(session, message(fields, line, `cli-${randomUUID()}`), out);
+          sent += 1;
+        }
       }
       return 0;
     });

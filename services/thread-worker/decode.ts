@@ -5,7 +5,7 @@ import {
   type Message,
 } from "../../shared/events.ts";
 import type { ChatEventKind, Subjects } from "../nats/subjects.ts";
-import { invalidUtf8At, utf8Text } from "../../shared/bytes.ts";
+import { invalidUtf8Where, utf8Text } from "../../shared/bytes.ts";
 // The replay's direct check of a plain message body (property-tested to answer as the schema).
 import { parseMessage as plainMessage } from "../../shared/validate.ts";
 
@@ -124,9 +124,7 @@ function invalid(reason: string): DecodedEvent {
 
 /** Where the body stops being UTF-8, and the byte found there (a byte, never message text). */
 export function notUtf8(kind: ChatEventKind, data: Uint8Array): string {
-  const at = invalidUtf8At(data);
-  const byte = (data[at] ?? 0).toString(16).toUpperCase().padStart(2, "0");
-  return `${kind} body is not valid UTF-8 at byte ${at} (0x${byte}); encode the whole body as UTF-8 (a text in Latin-1 or Windows-1252 must be converted), README.md, "The contract"`;
+  return `${kind} body is not valid UTF-8 ${invalidUtf8Where(data)}; encode the whole body as UTF-8 (a text in Latin-1 or Windows-1252 must be converted), README.md, "The contract"`;
 }
 
 function wrongThread(kind: ChatEventKind, thread: string, named: string, subject: string): string {
