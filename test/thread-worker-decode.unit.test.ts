@@ -147,6 +147,54 @@ describe("decodeChatEvent", () => {
   });
 });
 
+describe("a body that is UTF-8 but not JSON", () => {
+  const reasonOf = (data: Uint8Array): string => {
+    const event = decodeChatBody("t", "message.created", "chat.t.message.created", data);
+    return event.kind === "invalid" ? event.reason : "";
+  };
+
+  it("is refused as such, naming the byte where the parser stopped, not as not UTF-8", () => {
+    // 'ééé' is 3 characters and 6 bytes: the parser's position 14 is byte 17 of the body.
+    const data = encoder.encode('{"text":"ééé" x}');
+    expect(reasonOf(data)).toBe(
+      `message.created body is UTF-8 but not JSON (Expected ',' or '}' after property value at byte 17); publish one JSON object as README.md, "The contract", describes`,
+    );
+    expect(String.fromCharCode(data[17] ?? 0)).toBe("x");
+    // A BOM the decoder drops still counts: the bytes are the body's.
+    const bom = new Uint8Array([0xef, 0xbb, 0xbf, ...encoder.encode('{"a":1}x')]);
+    expect(reasonOf(bom)).toMatch(/ at byte 10\)/);
+    expect(String.fromCharCode(bom[10] ?? 0)).toBe("x");
+    // V8 quotes the body after an unexpected token: its excerpt stays out of the reason.
+    expect(reasonOf(encoder.encode("SECRET launch code"))).toBe(
+      `message.created body is UTF-8 but not JSON (Unexpected token 'S'); publish one JSON object as README.md, "The contract", describes`,
+    );
+  });
+
+  it("any UTF-8 that does not parse: that reason, and a byte named is a character's start", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "grapheme", maxLength: 30 }), fc.string(), (text, junk) => {
+        const body = `${JSON.stringify({ text })}${junk}`;
+        try {
+          JSON.parse(body);
+          return;
+        } catch {
+          // not JSON: the case here
+        }
+        const data = encoder.encode(body);
+        const reason = reasonOf(data);
+        expect(reason).toMatch(/^message\.created body is UTF-8 but not JSON \(/);
+        expect(reason).not.toMatch(/ position /);
+        const at = / at byte (\d+)\)/.exec(reason)?.[1];
+        if (at === undefined) return;
+        expect(Number(at)).toBeLessThanOrEqual(data.length);
+        expect(utf8Text(data.subarray(0, Number(at)))).toBeDefined();
+        expect(utf8Text(data.subarray(Number(at)))).toBeDefined();
+      }),
+      { numRuns: 1_000 },
+    );
+  });
+});
+
 /** Bytes that are mostly UTF-8 (a message body), some with a few bytes replaced by any byte. */
 const mostlyUtf8 = fc
   .tuple(

@@ -148,7 +148,7 @@ describe("thread worker", () => {
       bodies[source] = m?.data ?? new Uint8Array();
     }
     const [s0, s1, s2, s3] = seqs as [number, number, number, number];
-    expect(reasons[s0]).toMatch(/not UTF-8 JSON/);
+    expect(reasons[s0]).toMatch(/body is UTF-8 but not JSON/);
     expect(bodies[s0]).toEqual(notJson);
     expect(reasons[s1]).toMatch(/from/);
     expect(reasons[s2]).toMatch(/names thread 'other'.*thread 't1'/);

@@ -5,7 +5,7 @@ import {
   type Message,
 } from "../../shared/events.ts";
 import type { ChatEventKind, Subjects } from "../nats/subjects.ts";
-import { invalidUtf8Where, utf8Text } from "../../shared/bytes.ts";
+import { invalidUtf8Where, utf8Bytes, utf8Text } from "../../shared/bytes.ts";
 // The replay's direct check of a plain message body (property-tested to answer as the schema).
 import { parseMessage as plainMessage } from "../../shared/validate.ts";
 
@@ -18,11 +18,19 @@ export type DecodedEvent =
 /**
  * The parser's complaint without its excerpt of the input: V8 quotes the body's first characters
  * (`Unexpected token 'S', "SECRET-lau"... is not valid JSON`), and a reason is logged, while
- * message text must never reach the logs. The bytes themselves stay in the dead letter.
+ * message text must never reach the logs. The bytes themselves stay in the dead letter. V8's
+ * "at position N" counts UTF-16 code units of `text`: said as the byte of the body, as
+ * a UTF-8 refusal says it (`data` starts `bom` bytes before `text`, a BOM the decoder dropped).
  */
-function parserProblem(err: unknown): string {
+function parserProblem(err: unknown, text: string, bom: number): string {
   const message = err instanceof Error ? err.message : String(err);
-  return message.replace(/, ".*"(\.\.\.)? is not valid JSON$/s, " (not valid JSON)").slice(0, 200);
+  return message
+    .replace(/, ".*"(\.\.\.)? is not valid JSON$/s, "")
+    .replace(
+      / (?:in JSON )?at position (\d+)(?: \(line \d+ column \d+\))?/,
+      (_, at: string) => ` at byte ${bom + utf8Bytes(text.slice(0, Number(at)))}`,
+    )
+    .slice(0, 200);
 }
 
 /**
@@ -91,9 +99,7 @@ export function decodeChatBody(
   try {
     body = JSON.parse(text);
   } catch (err) {
-    return invalid(
-      `${kind} body is not UTF-8 JSON (${parserProblem(err)}); publish one JSON object as README.md, "The contract", describes`,
-    );
+    return invalid(notJson(kind, err, text, data));
   }
   if (kind === "message.created") {
     const message = plainMessage(body);
@@ -125,6 +131,12 @@ function invalid(reason: string): DecodedEvent {
 /** Where the body stops being UTF-8, and the byte found there (a byte, never message text). */
 export function notUtf8(kind: ChatEventKind, data: Uint8Array): string {
   return `${kind} body is not valid UTF-8 ${invalidUtf8Where(data)}; encode the whole body as UTF-8 (a text in Latin-1 or Windows-1252 must be converted), README.md, "The contract"`;
+}
+
+/** Well-formed UTF-8 that does not parse: what the parser found, and at which byte if it says. */
+function notJson(kind: ChatEventKind, err: unknown, text: string, data: Uint8Array): string {
+  const bom = data[0] === 0xef && data[1] === 0xbb && data[2] === 0xbf ? 3 : 0;
+  return `${kind} body is UTF-8 but not JSON (${parserProblem(err, text, bom)}); publish one JSON object as README.md, "The contract", describes`;
 }
 
 function wrongThread(kind: ChatEventKind, thread: string, named: string, subject: string): string {
