@@ -293,3 +293,33 @@ describe("importLines with the worker's tombstones", () => {
     expect(result).toMatchObject({ lines: 6, published: 4 });
   });
 });
+
+describe("importLines' progress", () => {
+  it("counts a stream of unknown length without a total, and a file's lines against theirs", async () => {
+    const file = [0, 1, 2, 3].map((i) => JSON.stringify(chatMessage("u-prog", i))).join("\n");
+    // A clock that moves a second a reading: every tick may write a line.
+    const progressOf = async (expected?: number) => {
+      let t = 0;
+      const written: string[] = [];
+      await importLines({
+        nc,
+        names: DEFAULT_NAMES,
+        input: chunks(file, 40),
+        ...(expected !== undefined ? { expected } : {}),
+        publisher: fakeStream([0]).publisher,
+        progress: { write: (text) => written.push(text) },
+        now: () => (t += 1_000),
+      });
+      return written;
+    };
+    // stdin: no total is known, so none is shown (it was `1/1 … (100%)`, then `4/4`).
+    const piped = await progressOf();
+    expect(piped.length).toBeGreaterThan(0);
+    for (const line of piped) expect(line).toMatch(/^import: \d+ messages? {2}\d+ msg\/s\n$/);
+    expect(piped.at(-1)).toMatch(/^import: 4 messages /);
+    // A file: its lines were counted first.
+    const counted = await progressOf(4);
+    expect(counted.at(-1)).toMatch(/^import: 4\/4 messages .* \(100%\)\n$/);
+    expect(counted.some((line) => /^import: [1-3]\/4 messages/.test(line))).toBe(true);
+  });
+});

@@ -4,8 +4,11 @@ import { createProgress } from "../services/cli/replay/progress.ts";
 
 // The progress of replay and import: a redrawn bar on a terminal, plain lines in a log.
 
-/** Runs ticks of the given sizes, each `stepMs` after the last, on a clock of the test's own. */
-function run(tty: boolean, total: number, ticks: number[], stepMs: number): string[] {
+/**
+ * Runs ticks of the given sizes, each `stepMs` after the last, on a clock of the test's own;
+ * `total` undefined: never told one (stdin).
+ */
+function run(tty: boolean, total: number | undefined, ticks: number[], stepMs: number): string[] {
   let t = 0;
   const written: string[] = [];
   const p = createProgress(
@@ -14,7 +17,7 @@ function run(tty: boolean, total: number, ticks: number[], stepMs: number): stri
     () => t,
     1_000,
   );
-  p.total(total);
+  if (total !== undefined) p.total(total);
   for (const n of ticks) {
     t += stepMs;
     p.tick(n);
@@ -62,6 +65,37 @@ describe("progress", () => {
   it("with nothing to count writes nothing, on a terminal or in a log (no 0/0 line)", () => {
     expect(run(false, 0, [0], 5)).toEqual([]);
     expect(run(true, 0, [0], 5)).toEqual([]);
+  });
+
+  it("without a total (a pipe): the count and rate, no denominator, percentage or ETA", () => {
+    fc.assert(
+      fc.property(
+        fc.boolean(),
+        fc.array(fc.integer({ min: 1, max: 20 }), { maxLength: 40 }),
+        fc.integer({ min: 1, max: 1_500 }),
+        (tty, ticks, stepMs) => {
+          const written = run(tty, undefined, ticks, stepMs);
+          const sum = ticks.reduce((a, b) => a + b, 0);
+          if (sum === 0) {
+            expect(written).toEqual([]);
+            return;
+          }
+          const shape = tty
+            ? /^\rreplay \d+ messages? {2}\d+ msg\/s<clear>\n?$/
+            : /^replay: \d+ messages? {2}\d+ msg\/s\n$/;
+          // On a terminal each redraw clears what is left of a longer line before it.
+          for (const line of written) expect(line.replace("\u001b[K", "<clear>")).toMatch(shape);
+          const last = written.at(-1) ?? "";
+          expect(/(\d+) messages?/.exec(last)?.[1]).toBe(String(sum));
+          if (tty) expect(last.endsWith("\n")).toBe(true);
+        },
+      ),
+    );
+    // The pipe's `1/1` then `4/4` (100% at each line): now what is known.
+    expect(run(false, undefined, [1, 3], 1_000)).toEqual([
+      "replay: 1 message  1 msg/s\n",
+      "replay: 4 messages  2 msg/s\n",
+    ]);
   });
 
   it("on a terminal the bar ends at 100% with a newline, even when nothing moved since", () => {

@@ -25,8 +25,9 @@ id of a thread once, however late it comes again.
 
   --window N   publishes awaiting their acknowledgement at once (default 512)
 
-Progress goes to stderr (a bar on a terminal), the summary to stdout. Exit code 1 when a line
-was bad or a publish failed, 2 when the command line was wrong (a FILE that cannot be read).`;
+Progress goes to stderr (a bar on a terminal; from stdin a count, its length is not known),
+the summary to stdout. Exit code 1 when a line was bad or a publish failed, 2 when the command
+line was wrong (a FILE that cannot be read).`;
 
 /** What one import did, for its summary line. */
 export interface ImportResult {

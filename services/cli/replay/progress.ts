@@ -6,7 +6,7 @@ export interface ProgressOutput {
 }
 
 export interface Progress {
-  /** Sets or raises the number of messages expected. */
+  /** Sets or raises the number of messages expected; until called, the total is unknown. */
   total(n: number): void;
   tick(n?: number): void;
   done(): void;
@@ -23,6 +23,8 @@ function duration(seconds: number): string {
  * Messages replayed, messages/s and ETA. On a TTY a bar redrawn at most 10 times a second;
  * otherwise a line at most every `everyMs` (logs stay readable) and one at the end, unless the
  * last line already said the same count. With nothing expected and nothing counted, nothing.
+ * Until `total` is called the total is unknown (a pipe): the count and rate only, no bar, no
+ * percentage, no ETA, rather than a total that is only the count so far.
  */
 export function createProgress(
   out: ProgressOutput,
@@ -33,9 +35,10 @@ export function createProgress(
   const tty = out.isTTY === true;
   const started = now();
   let expected = 0;
+  let known = false;
   let count = 0;
   let lastShown = -Infinity;
-  /** `count/expected` of the last line written: the end writes it again only on a TTY. */
+  /** The count of the last line written: the end writes it again only on a TTY. */
   let shown = "";
 
   const measure = (): { pct: number; rate: number; eta: string } => {
@@ -52,11 +55,17 @@ export function createProgress(
     if (expected === 0) return;
     const t = now();
     if (!final && t - lastShown < (tty ? 100 : everyMs)) return;
+    const counted = known ? `${count}/${expected}` : String(count);
     // A log needs no second line saying the same (a short run's first tick is also its last).
-    if (final && !tty && shown === `${count}/${expected}`) return;
+    if (final && !tty && shown === counted) return;
     lastShown = t;
-    shown = `${count}/${expected}`;
+    shown = counted;
     const { pct, rate, eta } = measure();
+    if (!known) {
+      const stats = `${count} message${count === 1 ? "" : "s"}  ${rate} msg/s`;
+      out.write(tty ? `\r${label} ${stats}\x1b[K${final ? "\n" : ""}` : `${label}: ${stats}\n`);
+      return;
+    }
     const stats = `${count}/${expected} messages  ${rate} msg/s  ETA ${final ? "0s" : eta}`;
     if (tty) {
       const width = Math.max(
@@ -74,6 +83,7 @@ export function createProgress(
 
   return {
     total(n) {
+      known = true;
       expected = Math.max(expected, n);
     },
     tick(n = 1) {
