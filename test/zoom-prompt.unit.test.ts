@@ -11,6 +11,7 @@ import {
   type PromptLine,
 } from "../shared/prompt.ts";
 import { pageText, resolveZoom, ZOOM_PAGE } from "../shared/zoom.ts";
+import { ZOOM_TOOL } from "../services/prompt-builder/tools.ts";
 
 const ref = (id: number, n: number): NodeRef => ({ level: Math.log2(n), index: id / n });
 // Outline 0+8 8+4 12+1, boundary 13, 20 messages in all.
@@ -88,6 +89,19 @@ describe("zoom resolution", () => {
     const split = pageText("ab😀cd", 0, 3, true);
     expect(split.text).toBe("ab");
     expect(split.page.next).toBe(2);
+  });
+
+  it("the zoom tool tells agents the unit pages count in: UTF-16 code units", () => {
+    // An emoji is 2 units: 4 emoji and "x" are 9, and offset 8 is the "x".
+    const text = "😀😀😀😀x";
+    expect(pageText(text, 0, ZOOM_PAGE, true).page.total).toBe(9);
+    expect(pageText(text, 8, ZOOM_PAGE, true).text).toBe("x");
+    const { description, parameters } = ZOOM_TOOL.function;
+    const page = parameters.properties as Record<string, { description: string } | undefined>;
+    for (const said of [description, page.offset?.description, page.limit?.description]) {
+      expect(said).toMatch(/UTF-16 code units/);
+      expect(said).not.toMatch(/character/);
+    }
   });
 
   it("no page holds half a character, and pages by next give the message back", () => {

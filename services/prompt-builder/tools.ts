@@ -23,7 +23,7 @@ export const ZOOM_TOOL: ToolDefinition = {
       "Open a line of the summarized earlier conversation (the outline between <chat> and </chat>).",
       "Each outline line is id+n|text and covers the n messages from message id on.",
       "zoom(id, n) with n > 1 returns the two lines that line was made from: id+n/2 and (id+n/2)+n/2 (only the first when the second starts past the outline).",
-      `zoom(id, 1) returns message id whole, with its author and time; a message over ${ZOOM_PAGE} characters comes in pages: call again with the offset the note gives.`,
+      `zoom(id, 1) returns message id whole, with its author and time; a message over ${ZOOM_PAGE} UTF-16 code units comes in pages: call again with the offset the note gives.`,
       "Rules: n is a power of two (1, 2, 4, 8, …) and id a multiple of n; zoom(id, n) with n > 1 needs id inside the outline.",
     ].join(" "),
     parameters: {
@@ -44,13 +44,13 @@ export const ZOOM_TOOL: ToolDefinition = {
           type: "integer",
           minimum: 0,
           description:
-            "With n=1 only: the character to start from, for the next page of a long message.",
+            "With n=1 only: where the page starts, in UTF-16 code units (the note gives the next page's).",
         },
         limit: {
           type: "integer",
           minimum: 1,
           maximum: ZOOM_PAGE,
-          description: `With n=1 only: at most this many characters (default and maximum ${ZOOM_PAGE}).`,
+          description: `With n=1 only: the page's length limit, in UTF-16 code units (default and maximum ${ZOOM_PAGE}).`,
         },
       },
       required: ["id", "n"],
