@@ -1,9 +1,8 @@
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import type { OpenAIMessage } from "../../shared/prompt.ts";
-import type { Operations } from "../prompt-builder/operations.ts";
+import type { PromptBuilderClient } from "../cli/ask.ts";
 import type { SearchForward } from "../prompt-builder/search-forward.ts";
-import { toolsFor } from "../prompt-builder/tools.ts";
 
 /** Answers a thread given the prompt-builder's prompt for the agent. */
 export interface Agent {
@@ -35,18 +34,18 @@ const SYSTEM = [
 const MAX_ROUNDS = 8;
 
 /**
- * A real model at OPENAI_BASE_URL (default api.openai.com) given the prompt and the zoom tool;
- * its zoom calls run against the thread through the prompt-builder's operations.
+ * A real model at OPENAI_BASE_URL (default api.openai.com) given the prompt and the tools the
+ * running prompt-builder offers (zoom; search when its HISTORY_SEARCH is on); its zoom calls are
+ * answered by that prompt-builder, its search calls by the search service.
  */
 export function openAIAgent(options: {
   apiKey: string;
   baseURL?: string | undefined;
   model: string;
-  operations: Operations;
-  /** HISTORY_SEARCH=on: the search tool is offered and its calls answered through this. */
-  search?: SearchForward | undefined;
+  operations: Pick<PromptBuilderClient, "zoom" | "tools">;
+  /** Answers the search tool's calls, when the prompt-builder offers it. */
+  search: SearchForward;
 }): Agent {
-  const search = options.search;
   const decoder = new TextDecoder();
   const client = new OpenAI({ apiKey: options.apiKey, baseURL: options.baseURL });
   let model = 0;
@@ -55,6 +54,9 @@ export function openAIAgent(options: {
     name: `openai/${options.model}`,
     calls: () => ({ model, zoom }),
     async answer(thread, prompt) {
+      // Asked each turn: the prompt-builder's settings, not ours, decide what an agent is offered.
+      const tools = await options.operations.tools({ thread });
+      const search = tools.some((t) => t.function.name === "search") ? options.search : undefined;
       const messages: ChatCompletionMessageParam[] = [
         { role: "system", content: SYSTEM },
         ...prompt.map((m) => ({ role: m.role, content: m.content })),
@@ -64,7 +66,7 @@ export function openAIAgent(options: {
         const reply = await client.chat.completions.create({
           model: options.model,
           messages,
-          tools: toolsFor(search !== undefined),
+          tools,
           ...(round === MAX_ROUNDS - 1 ? { tool_choice: "none" as const } : {}),
         });
         const choice = reply.choices[0]?.message;

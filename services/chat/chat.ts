@@ -4,14 +4,16 @@ import type { Message } from "../../shared/events.ts";
 import type { OpenAIMessage } from "../../shared/prompt.ts";
 import type { InfraNames } from "../config/names.ts";
 import { subjects } from "../nats/subjects.ts";
-import type { Operations, PromptReply } from "../prompt-builder/operations.ts";
+import type { PromptBuilderClient } from "../cli/ask.ts";
+import type { PromptReply } from "../prompt-builder/operations.ts";
 import type { Agent } from "./agent.ts";
 import { formatOutline, formatPrompt, formatStats, formatZoom } from "./views.ts";
 
 export interface ChatOptions {
   js: JetStreamClient;
   names: InfraNames;
-  operations: Operations;
+  /** The running prompt-builder: the prompt, outline, zoom and tools an agent of it gets. */
+  operations: PromptBuilderClient;
   agent: Agent;
   thread: string;
   /** Who types. */
@@ -24,7 +26,7 @@ export interface ChatOptions {
 }
 
 export const CHAT_HELP = [
-  "commands: /prompt  the prompt as the model sees it (first 160 characters of each message)",
+  "commands: /prompt  the prompt as the model sees it (first 160 characters of each message), its tools",
   "          /outline the outline lines with levels and sizes",
   "          /zoom id n  open line id+n (n=1: message id whole)",
   "          /stats   tail tokens, outline bytes, cuts, merges, calls",
@@ -99,9 +101,14 @@ export function createChat(o: ChatOptions) {
   async function command(line: string): Promise<boolean> {
     const [name, ...rest] = line.trim().split(/\s+/);
     switch (name) {
-      case "/prompt":
-        for (const l of formatPrompt(await prompt())) o.print(l);
+      case "/prompt": {
+        const [reply, tools] = await Promise.all([
+          prompt(),
+          o.operations.tools({ thread: o.thread }),
+        ]);
+        for (const l of formatPrompt(reply, tools)) o.print(l);
         return true;
+      }
       case "/outline":
         for (const l of formatOutline(await o.operations.outline({ thread: o.thread }))) o.print(l);
         return true;

@@ -6,9 +6,8 @@ import { THREAD_ID } from "../../shared/events.ts";
 import { loadSettings } from "../config/load.ts";
 import { connectNats, redactUrl } from "../nats/connect.ts";
 import { ensureTopology } from "../nats/topology.ts";
-import { createOperations } from "../prompt-builder/operations.ts";
 import { forwardSearch } from "../prompt-builder/search-forward.ts";
-import { createReader } from "../prompt-builder/reader.ts";
+import { promptBuilderClient, requirePromptBuilder } from "../cli/ask.ts";
 import { echoAgent, openAIAgent } from "./agent.ts";
 import { CHAT_HELP, createChat } from "./chat.ts";
 import { natsUrlOf } from "../config/nats-url.ts";
@@ -17,8 +16,10 @@ const USAGE = `usage: npm run chat -- [--thread T] [--as NAME] [--agent NAME] [-
 
 You type, an agent answers, in one thread (default: a new one). With OPENAI_API_KEY set the agent
 is a real model (--model, else OPENAI_CHAT_MODEL, else gpt-4o-mini; OPENAI_BASE_URL for another
-endpoint) given the prompt and the zoom tool; without it the agent echoes what it was sent.
-Run the thread worker too (npm start does) so the thread gets an outline.
+endpoint) given the prompt and the tools; without it the agent echoes what it was sent.
+Run npm start first: the thread worker makes the outline, and the prompt, zoom and tools come
+from the running prompt-builder (asked on <OUTLINE_API_PREFIX>.prompt|zoom|outline|tools), built
+with its settings (HISTORY_SEARCH, the tail's cap), as an agent gets them.
 
 ${CHAT_HELP}`;
 
@@ -61,14 +62,12 @@ async function main(): Promise<number> {
   // The chat publishes like the platform does: the streams must exist (the worker makes them too).
   await ensureTopology(nc, config.names, { replicas: config.replicas });
   const js = jetstream(nc);
-  const operations = createOperations(createReader(nc, config.names), {
-    tailCap: 2 * config.settings.tail[1],
-    search: config.settings.search,
-  });
-  // HISTORY_SEARCH=on: the model is offered search too, answered by the search service.
-  const search = config.settings.search
-    ? forwardSearch(nc, config.names.apiPrefix, { on: true })
-    : undefined;
+  // What an agent gets is what the running prompt-builder builds, with its settings, not ours.
+  const operations = promptBuilderClient(nc, config.names.apiPrefix);
+  await requirePromptBuilder(operations, thread);
+  // Offered to the model when the prompt-builder lists it (its HISTORY_SEARCH=on); the search
+  // service answers, as it does for the prompt-builder's own search route.
+  const search = forwardSearch(nc, config.names.apiPrefix, { on: true });
   const apiKey = config.values["OPENAI_API_KEY"]?.trim();
   const model = values.model ?? config.values["OPENAI_CHAT_MODEL"]?.trim() ?? "gpt-4o-mini";
   const agent = apiKey

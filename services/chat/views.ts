@@ -1,6 +1,7 @@
 import type { OpenAIMessage } from "../../shared/prompt.ts";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import type { PromptReply, ZoomReply } from "../prompt-builder/operations.ts";
+import type { ToolDefinition } from "../prompt-builder/tools.ts";
 
 const HEAD = 160;
 const head = (text: string): string => {
@@ -10,9 +11,10 @@ const head = (text: string): string => {
 
 /**
  * `/prompt`: each message as the model sees it, its first 160 characters, and a mark where the
- * provider's cache ends: after the outline message, which only changes at a cut.
+ * provider's cache ends: after the outline message, which only changes at a cut; then the tools
+ * the model is offered with it.
  */
-export function formatPrompt(prompt: PromptReply): string[] {
+export function formatPrompt(prompt: PromptReply, tools: readonly ToolDefinition[]): string[] {
   const messages = prompt.messages as OpenAIMessage[];
   const cut = prompt.stats.lines > 0;
   const out = [
@@ -23,6 +25,7 @@ export function formatPrompt(prompt: PromptReply): string[] {
     if (cut && i === 0) out.push("  ──── cache ends here (end of the outline message) ────");
   }
   if (!cut) out.push("  (never cut: every message whole, no outline yet)");
+  out.push(`tools: ${tools.map((t) => t.function.name).join(", ")}`);
   return out;
 }
 

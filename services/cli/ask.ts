@@ -1,6 +1,9 @@
 import { RequestError, TimeoutError, type NatsConnection } from "@nats-io/transport-node";
 import { ApiError } from "../prompt-builder/api-error.ts";
+import type { OutlineSnapshot } from "../../shared/snapshot.ts";
+import type { Operations, PromptReply, ZoomReply } from "../prompt-builder/operations.ts";
 import type { RawRequest } from "../prompt-builder/requests.ts";
+import type { ToolDefinition } from "../prompt-builder/tools.ts";
 
 /**
  * Asks the running prompt-builder (`<apiPrefix>.<op>`, services/prompt-builder/nats-api.ts) and
@@ -54,4 +57,43 @@ export async function askPromptBuilder(
     );
   }
   return reply.data;
+}
+
+/** The operations of the running prompt-builder, asked over NATS (chat and demo use these). */
+export type PromptBuilderClient = Pick<Operations, "prompt" | "zoom" | "outline" | "tools">;
+
+/**
+ * `askPromptBuilder` for each operation, its answer parsed: what an agent of the running
+ * prompt-builder gets (its HISTORY_SEARCH, its tail's cap), whatever the caller's settings say.
+ */
+export function promptBuilderClient(
+  nc: NatsConnection,
+  apiPrefix: string,
+  timeoutMs?: number,
+): PromptBuilderClient {
+  const decoder = new TextDecoder();
+  const ask = async <T>(op: "prompt" | "zoom" | "outline" | "tools", raw: RawRequest) =>
+    JSON.parse(decoder.decode(await askPromptBuilder(nc, apiPrefix, op, raw, timeoutMs))) as T;
+  return {
+    prompt: (raw) => ask<PromptReply>("prompt", raw),
+    zoom: (raw) => ask<ZoomReply>("zoom", raw),
+    outline: (raw) => ask<OutlineSnapshot>("outline", raw),
+    tools: (raw) => ask<ToolDefinition[]>("tools", raw),
+  };
+}
+
+/**
+ * Fails with PROMPT_BUILDER_UNAVAILABLE (or its timeout) unless a prompt-builder answers: asked
+ * about `thread`, any answer proves one runs, THREAD_NOT_FOUND for a thread not started yet too.
+ */
+export async function requirePromptBuilder(
+  client: PromptBuilderClient,
+  thread: string,
+): Promise<void> {
+  try {
+    await client.tools({ thread });
+  } catch (err) {
+    const none = ["PROMPT_BUILDER_UNAVAILABLE", "PROMPT_BUILDER_TIMEOUT"];
+    if (err instanceof ApiError && none.includes(err.code)) throw err;
+  }
 }

@@ -6,8 +6,8 @@ import { loadSettings } from "../config/load.ts";
 import { connectNats, redactUrl } from "../nats/connect.ts";
 import { subjects } from "../nats/subjects.ts";
 import { ensureTopology } from "../nats/topology.ts";
-import { createOperations, type Operations } from "../prompt-builder/operations.ts";
-import { createReader } from "../prompt-builder/reader.ts";
+import { ApiError } from "../prompt-builder/api-error.ts";
+import { promptBuilderClient, requirePromptBuilder, type PromptBuilderClient } from "../cli/ask.ts";
 import { plantedFacts, script } from "./script.ts";
 import { natsUrlOf } from "../config/nats-url.ts";
 
@@ -15,17 +15,24 @@ const USAGE = `usage: npm run demo -- [--thread T] [--messages N] [--every K]
 
 Plays a scripted conversation (N messages, default 3000, with planted facts) into the running
 system at NATS_URL, and shows every K messages (default 250) the prompt size staying bounded,
-cuts and merges as they happen, then the zoom path down to a planted fact. Run the worker with
-small settings to see many cuts, e.g. HISTORY_TAIL=2000,4000 HISTORY_OUTLINE=6000,12000.`;
+cuts and merges as they happen, then the zoom path down to a planted fact. The prompts, outlines
+and zooms are the running prompt-builder's (npm start), built with its settings as an agent gets
+them. Run the system with small settings to see many cuts, e.g.
+HISTORY_TAIL=2000,4000 HISTORY_OUTLINE=6000,12000 npm start.`;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const kb = (n: number) => `${(n / 1024).toFixed(1)} KB`;
 
-async function snapshotOf(ops: Operations, thread: string): Promise<OutlineSnapshot | undefined> {
+/** The thread's outline; undefined before the prompt-builder sees its first message. */
+async function snapshotOf(
+  ops: PromptBuilderClient,
+  thread: string,
+): Promise<OutlineSnapshot | undefined> {
   try {
     return await ops.outline({ thread });
-  } catch {
-    return undefined;
+  } catch (err) {
+    if (err instanceof ApiError && err.code === "THREAD_NOT_FOUND") return undefined;
+    throw err;
   }
 }
 
@@ -61,11 +68,11 @@ async function main(): Promise<number> {
   await ensureTopology(nc, config.names, { replicas: config.replicas });
   const js = jetstream(nc);
   const s = subjects(config.names);
-  const ops = createOperations(createReader(nc, config.names), {
-    tailCap: 2 * config.settings.tail[1],
-  });
+  // The prompt-builder's answers, with its settings: what an agent of this system gets.
+  const ops = promptBuilderClient(nc, config.names.apiPrefix);
+  await requirePromptBuilder(ops, thread);
   console.log(
-    `demo: ${count} messages into thread ${thread} at ${redactUrl(url)} (tail ${config.settings.tail.join(",")}, outline ${config.settings.outline.join(",")}; the worker must use the same)`,
+    `demo: ${count} messages into thread ${thread} at ${redactUrl(url)}; prompts from the prompt-builder on ${config.names.apiPrefix}.prompt, cuts as the worker's settings make them`,
   );
 
   let lastBoundary = 0;
@@ -131,6 +138,8 @@ async function main(): Promise<number> {
   console.log(
     `prompt stayed at most ${kb(maxPrompt)} while the conversation grew to ${kb(conversation)} (${((100 * maxPrompt) / Math.max(1, conversation)).toFixed(1)}%)`,
   );
+  const tools = await ops.tools({ thread });
+  console.log(`the agent is offered the tools: ${tools.map((t) => t.function.name).join(", ")}`);
 
   const snap = (await snapshotOf(ops, thread)) as OutlineSnapshot;
   const fact =
