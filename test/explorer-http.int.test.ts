@@ -110,9 +110,10 @@ describe("the explorer over HTTP", () => {
     }
     const nothing = await fetch(`${base}/nothing`);
     expect(nothing.status).toBe(404);
-    expect(((await nothing.json()) as { error: { code: string } }).error.code).toBe(
-      "NO_SUCH_ROUTE",
-    );
+    const { error } = (await nothing.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe("NO_SUCH_ROUTE");
+    // This server serves the explorer, so its 404 names it.
+    expect(error.message).toContain("the explorer at /ui/");
   });
 
   it("answers a thread's page, tail, prompt and zoom; errors as the API does", async () => {

@@ -424,12 +424,18 @@ describe("outline, tools and errors", () => {
     const route = await get(`/threads/${thread}/nothing`);
     expect(route.status).toBe(404);
     expect(route.body.error.code).toBe("NO_SUCH_ROUTE");
+    // It lists what this server serves: no explorer, search or cluster view was given it.
+    expect(route.body.error.message).toContain("/threads/{thread}/prompt");
+    expect(route.body.error.message).toContain("/healthz");
+    for (const absent of ["/ui/", "explorer", "/search", "/cluster"])
+      expect(route.body.error.message).not.toContain(absent);
     // No explorer served here: / has nowhere to lead, so it is an unknown route too.
     const root = await get("/", { redirect: "manual" });
     expect([root.status, root.body.error.code]).toEqual([404, "NO_SUCH_ROUTE"]);
     const post = await get(`/threads/${thread}/prompt`, { method: "POST", body: "x" });
     expect(post.status).toBe(405);
     expect(post.body.error.code).toBe("METHOD_NOT_ALLOWED");
+    expect(post.body.error.message).not.toContain("/ui/");
   });
 
   it("refuses huge requests with 414, 431 or 413 and a JSON error", async () => {

@@ -77,8 +77,20 @@ function sendError(res: ServerResponse, err: ApiError, headers: Record<string, s
   send(res, err.status, errorBody(err), headers);
 }
 
-const ROUTES_HINT =
-  "routes: GET /threads/{thread}/prompt?agent=…&from=…&format=openai|anthropic, /threads/{thread}/zoom?id=…&n=…, /threads/{thread}/outline, /threads/{thread}/tools, /threads/{thread}/search?q=…&before=…&limit=…, /healthz, /metrics, /cluster; the explorer at /ui/";
+/** The routes a server made with `options` serves, for its 404 and 405 answers: no others. */
+export function routesHint(options: Pick<HttpOptions, "explorer" | "search" | "cluster">): string {
+  const routes = [
+    "GET /threads/{thread}/prompt?agent=…&from=…&format=openai|anthropic",
+    "/threads/{thread}/zoom?id=…&n=…",
+    "/threads/{thread}/outline",
+    "/threads/{thread}/tools",
+    ...(options.search ? ["/threads/{thread}/search?q=…&before=…&limit=…"] : []),
+    "/healthz",
+    "/metrics",
+    ...(options.cluster ? ["/cluster"] : []),
+  ];
+  return `routes: ${routes.join(", ")}${options.explorer ? "; the explorer at /ui/" : ""}`;
+}
 
 type Route =
   | { kind: "healthz" }
@@ -86,7 +98,7 @@ type Route =
   | { kind: "cluster" }
   | { kind: "thread"; op: Operation; raw: RawRequest };
 
-function route(target: string): Route {
+function route(target: string, hint: string): Route {
   let url: URL;
   try {
     url = new URL(target, "http://outline.invalid");
@@ -117,16 +129,13 @@ function route(target: string): Route {
       return { kind: "thread", op, raw };
     }
   }
-  throw new ApiError(
-    404,
-    "NO_SUCH_ROUTE",
-    `no route ${url.pathname.slice(0, 160)}; ${ROUTES_HINT}`,
-  );
+  throw new ApiError(404, "NO_SUCH_ROUTE", `no route ${url.pathname.slice(0, 160)}; ${hint}`);
 }
 
 /** The HTTP face of the prompt-builder (SPEC §8): routing, limits, auth and JSON errors only. */
 export function createHttpServer(options: HttpOptions): Server {
   const log = options.log ?? ((line: string) => console.error(line));
+  const hint = routesHint(options);
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const target = req.url ?? "/";
@@ -151,11 +160,11 @@ export function createHttpServer(options: HttpOptions): Server {
       throw new ApiError(
         405,
         "METHOD_NOT_ALLOWED",
-        `${req.method} is not served: every route is GET; ${ROUTES_HINT}`,
+        `${req.method} is not served: every route is GET; ${hint}`,
       );
     }
     if (options.explorer?.serves(target)) return options.explorer.handle(req, res);
-    const r = route(target);
+    const r = route(target, hint);
     if (r.kind === "healthz") {
       const report = await options.health.check();
       send(res, report.ok ? 200 : 503, report);
@@ -170,8 +179,7 @@ export function createHttpServer(options: HttpOptions): Server {
       );
     }
     if (r.kind === "cluster") {
-      if (!options.cluster)
-        throw new ApiError(404, "NOT_FOUND", `no route /cluster; ${ROUTES_HINT}`);
+      if (!options.cluster) throw new ApiError(404, "NOT_FOUND", `no route /cluster; ${hint}`);
       send(res, 200, await options.cluster());
       return;
     }
