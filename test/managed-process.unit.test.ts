@@ -42,4 +42,19 @@ describe("a managed process's log", () => {
     await child.closed;
     expect(readFileSync(join(dir, "missing.log"), "utf8")).toBe("");
   });
+
+  it("tells the lines it printed as they came from those it kept quiet, for a notice of its death", async () => {
+    const script = `console.log("one"); console.error("two");`;
+    const quiet = new ManagedProcess("quiet", process.execPath, ["-e", script], {
+      output: "quiet",
+    });
+    await quiet.closed;
+    expect([quiet.unshownOutput(), quiet.printedLines]).toEqual([
+      expect.stringMatching(/^(one\ntwo|two\none)$/),
+      0,
+    ]);
+    const missing = new ManagedProcess("missing", join(dir, "no-such-program"), []);
+    await missing.closed;
+    expect(missing.unshownOutput()).toMatch(/^could not start: .*ENOENT/);
+  });
 });

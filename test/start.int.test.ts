@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { connectNats } from "../services/nats/connect.ts";
 import { MissingNatsServerError, startNatsServer } from "../services/start/nats-server.ts";
 import { freePort, isPortFree } from "../services/start/processes.ts";
@@ -86,6 +86,25 @@ const wait = () => (existsSync("worker.up") ? die() : setTimeout(wait, 20));
 wait();
 `;
 
+/** What goes to this process's stdout and stderr (a service's lines, as they come) meanwhile. */
+async function onTerminal<T>(run: () => Promise<T>): Promise<{ result: T; terminal: string }> {
+  let terminal = "";
+  const keep = (chunk: unknown) => {
+    terminal += String(chunk);
+    return true;
+  };
+  const out = vi.spyOn(process.stdout, "write").mockImplementation(keep);
+  const err = vi.spyOn(process.stderr, "write").mockImplementation(keep);
+  try {
+    return { result: await run(), terminal };
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+  }
+}
+
+const count = (text: string, part: string) => text.split(part).length - 1;
+
 function controllable() {
   let stop!: (why: string) => void;
   let force!: (why: string) => void;
@@ -149,27 +168,33 @@ describe("runStart", () => {
     expect(await isPortFree(port)).toBe(true);
   });
 
-  it("stops everything with code 1 when a service dies, naming it", async () => {
+  it("stops everything with code 1 when a service dies, naming it; its error is shown once", async () => {
     writeFileSync(join(dir, "worker.mjs"), worker);
     writeFileSync(join(dir, "crasher.mjs"), crasher);
     const errors: string[] = [];
     const { control } = controllable();
-    const code = await runStart(
-      {
-        services: [
-          { name: "worker", entry: "worker.mjs" },
-          { name: "crasher", entry: "crasher.mjs" },
-        ],
-        env: { ...process.env, NATS_URL: "" },
-        cwd: dir,
-        out: () => {},
-        err: (line) => errors.push(line),
-      },
-      control,
+    const { result: code, terminal } = await onTerminal(() =>
+      runStart(
+        {
+          services: [
+            { name: "worker", entry: "worker.mjs" },
+            { name: "crasher", entry: "crasher.mjs" },
+          ],
+          env: { ...process.env, NATS_URL: "" },
+          cwd: dir,
+          out: () => {},
+          err: (line) => errors.push(line),
+        },
+        control,
+      ),
     );
     expect(code).toBe(1);
-    expect(errors.join("\n")).toContain("crasher exited with code 3");
-    expect(errors.join("\n")).toContain("boom");
+    // Its line came as it was written; the notice points at it rather than printing it again.
+    expect(terminal).toContain("[crasher] boom\n");
+    expect(count(`${terminal}${errors.join("\n")}`, "boom")).toBe(1);
+    expect(errors.join("\n")).toContain(
+      "crasher exited with code 3; stopping everything (its output is above, marked [crasher]).",
+    );
     expect(existsSync(join(dir, "worker.drained"))).toBe(true);
   });
 
@@ -309,23 +334,27 @@ describe("runStart", () => {
     writeFileSync(join(dir, "api.mjs"), `console.error("cannot listen"); process.exit(1);`);
     const lines: string[] = [];
     const errors: string[] = [];
-    const code = await runStart(
-      {
-        services: [
-          { name: "worker", entry: "worker.mjs" },
-          { name: "api", entry: "api.mjs", http: true },
-        ],
-        env: { ...process.env, NATS_URL: "nats://127.0.0.1:4999", PORT: String(await freePort()) },
-        cwd: dir,
-        out: (line) => lines.push(line),
-        err: (line) => errors.push(line),
-      },
-      controllable().control,
+    const port = String(await freePort());
+    const { result: code, terminal } = await onTerminal(() =>
+      runStart(
+        {
+          services: [
+            { name: "worker", entry: "worker.mjs" },
+            { name: "api", entry: "api.mjs", http: true },
+          ],
+          env: { ...process.env, NATS_URL: "nats://127.0.0.1:4999", PORT: port },
+          cwd: dir,
+          out: (line) => lines.push(line),
+          err: (line) => errors.push(line),
+        },
+        controllable().control,
+      ),
     );
     expect(code).toBe(1);
     expect(lines.filter((l) => l.startsWith("outline is") || l.startsWith("  "))).toEqual([]);
     expect(errors.join("\n")).toContain("api exited with code 1");
-    expect(errors.join("\n")).toContain("cannot listen");
+    expect(terminal).toContain("[api] cannot listen\n");
+    expect(count(`${terminal}${errors.join("\n")}`, "cannot listen")).toBe(1);
   });
 
   it("refuses to start when a service file is missing or a setting is bad", async () => {

@@ -113,7 +113,9 @@ export class ManagedProcess {
    */
   readonly closed: Promise<void>;
   #exit: Exit | undefined;
-  #recent: string[] = [];
+  /** Its last lines, each with whether it went to our terminal as it came. */
+  #recent: { line: string; shown: boolean }[] = [];
+  #printed = 0;
   #log: WriteStream | undefined;
 
   constructor(name: string, command: string, args: readonly string[], options: SpawnOptions = {}) {
@@ -134,10 +136,12 @@ export class ManagedProcess {
     ] as const) {
       if (stream === null) continue;
       createInterface({ input: stream }).on("line", (line) => {
-        this.#recent.push(line);
-        if (this.#recent.length > KEPT_LINES) this.#recent.shift();
+        this.#keep(line, prefix);
         this.#log?.write(`${line}\n`);
-        if (prefix) sink.write(`[${name}] ${line}\n`);
+        if (prefix) {
+          sink.write(`[${name}] ${line}\n`);
+          this.#printed += 1;
+        }
       });
     }
     this.exited = new Promise<Exit>((resolve) => {
@@ -149,7 +153,7 @@ export class ManagedProcess {
       this.child.once("exit", (code, signal) => done({ code, signal }));
       // A spawn failure (ENOENT, EACCES) emits 'error' and never 'exit'.
       this.child.once("error", (err) => {
-        this.#recent.push(`could not start: ${err.message}`);
+        this.#keep(`could not start: ${err.message}`, false);
         done({ code: 127, signal: null });
       });
     });
@@ -172,9 +176,30 @@ export class ManagedProcess {
     return this.child.pid;
   }
 
+  #keep(line: string, shown: boolean): void {
+    this.#recent.push({ line, shown });
+    if (this.#recent.length > KEPT_LINES) this.#recent.shift();
+  }
+
   /** The last lines it wrote, for an error message when it dies. */
   recentOutput(): string {
-    return this.#recent.join("\n");
+    return this.#recent.map((r) => r.line).join("\n");
+  }
+
+  /**
+   * Its last lines that did not go to our terminal as they came (a quiet process's, a failed
+   * spawn's reason): what an error message about its death must show, the rest is above it.
+   */
+  unshownOutput(): string {
+    return this.#recent
+      .filter((r) => !r.shown)
+      .map((r) => r.line)
+      .join("\n");
+  }
+
+  /** How many lines of it went to our terminal, each prefixed with `[name]`. */
+  get printedLines(): number {
+    return this.#printed;
   }
 
   /** Sends a signal to it; SIGKILL goes to its whole process group (what it started dies too). */

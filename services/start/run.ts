@@ -111,6 +111,24 @@ function banner(
   ];
 }
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
+
+/**
+ * Why we stop when `who` died. Lines it printed as they came are above, its error among them:
+ * they are pointed at, not printed again; what was never shown (a quiet process's log, a spawn
+ * that failed) is printed here.
+ */
+async function deathNotice(who: ManagedProcess, exit: Exit): Promise<string> {
+  // Its last lines can still be in the pipe at its exit: they come above this notice, not below.
+  // Bounded: a child it left behind could hold its output open.
+  await Promise.race([who.closed, sleep(2_000)]);
+  const head = `outline: ${who.name} ${describeExit(exit)}; stopping everything`;
+  const unshown = who.unshownOutput();
+  if (unshown !== "") return `${head}. Its last output:\n${unshown}`;
+  if (who.printedLines > 0) return `${head} (its output is above, marked [${who.name}]).`;
+  return `${head}; it printed nothing.`;
+}
+
 /**
  * Runs the whole system on one machine: a local nats-server unless NATS_URL is set, then the
  * services as child processes. Resolves with the exit code once everything has stopped.
@@ -223,10 +241,7 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
   const result = await outcome;
   let code = 0;
   if (result.kind === "died") {
-    err(
-      `outline: ${result.who.name} ${describeExit(result.exit)}; stopping everything. ` +
-        `Its last output:\n${result.who.recentOutput()}`,
-    );
+    err(await deathNotice(result.who, result.exit));
     code = 1;
   } else {
     // With NATS_URL set the server is not ours to stop.
