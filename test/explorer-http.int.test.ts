@@ -193,6 +193,23 @@ describe("the explorer over HTTP", () => {
     for (const limit of ["1", "200"]) {
       expect((await fetch(`${base}/ui/api/threads?limit=${limit}`)).status).toBe(200);
     }
+    // The list's cursor is checked as search's is: each bad value gets the rule it broke.
+    const befores = await Promise.all(
+      ["-1", "x", "1.5"].map(async (before) => {
+        const res = await fetch(`${base}/ui/api/threads?before=${before}`);
+        const { error } = (await res.json()) as { error: { code: string; message: string } };
+        return [res.status, error.code, error.message];
+      }),
+    );
+    expect(befores).toEqual([
+      [400, "BAD_BEFORE", "before is the last page's next (a bucket sequence), 0 or more; got -1"],
+      [400, "NOT_A_NUMBER", "before must be a whole number ≥ 0, got 'x'"],
+      [400, "NOT_A_NUMBER", "before must be a whole number ≥ 0, got '1.5'"],
+    ]);
+    // Empty is no cursor; one past every sequence (16 digits) starts from the newest too.
+    for (const before of ["", "0", "1000000000000000"]) {
+      expect((await fetch(`${base}/ui/api/threads?before=${before}`)).status).toBe(200);
+    }
     // Search is offered only when the prompt-builder serves it.
     const without = await start(undefined);
     expect((await fetch(`${without.base}/ui/api/threads/http-a/search?q=x`)).status).toBe(404);

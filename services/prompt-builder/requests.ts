@@ -81,6 +81,19 @@ export function limitArg(raw: RawRequest, fallback: number, max: number, unit: s
 }
 
 /**
+ * A page's cursor (`before`: the previous page's answer, `what` it counts), undefined when not
+ * given: a whole number, 0 or more, else a 400 naming the rule (search's hits and the
+ * explorer's thread list page the same way).
+ */
+export function beforeArg(raw: RawRequest, what: string): number | undefined {
+  const before = integer(raw, "before", "≥ 0");
+  if (before !== undefined && before < 0) {
+    throw bad("BAD_BEFORE", `before is ${what}, 0 or more; got ${before}`);
+  }
+  return before;
+}
+
+/**
  * A page's start (`offset`), 0 when not given: checked by the rule zoom pages a message by, so a
  * negative one is the same 400 BAD_PAGE ("offset must be a whole number ≥ 0") wherever it is sent.
  */

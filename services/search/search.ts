@@ -7,7 +7,7 @@ import {
 } from "../../shared/search.ts";
 import { ApiError, notFound } from "../prompt-builder/api-error.ts";
 import type { ThreadReader } from "../prompt-builder/reader.ts";
-import { integer, limitArg, threadArg, type RawRequest } from "../prompt-builder/requests.ts";
+import { beforeArg, limitArg, threadArg, type RawRequest } from "../prompt-builder/requests.ts";
 import type { SearchIndexer } from "./indexer.ts";
 
 /** The search operation (SPEC §8), free of any transport. */
@@ -61,10 +61,7 @@ export function searchArgs(raw: RawRequest): SearchArgs {
   if ([...q].length > MAX_QUERY_CHARS) {
     throw bad("QUERY_TOO_LONG", `q is at most ${MAX_QUERY_CHARS} characters; search for a part`);
   }
-  const before = integer(raw, "before");
-  if (before !== undefined && before < 0) {
-    throw bad("BAD_BEFORE", `before is a message position (0 or more), got ${before}`);
-  }
+  const before = beforeArg(raw, "a message position");
   return { thread, q, before, limit: limitArg(raw, DEFAULT_LIMIT, MAX_LIMIT, "hits") };
 }
 

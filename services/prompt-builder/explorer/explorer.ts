@@ -5,7 +5,7 @@ import type { InfraNames } from "../../config/names.ts";
 import { ApiError, notFound } from "../api-error.ts";
 import type { Operations } from "../operations.ts";
 import type { ThreadReader } from "../reader.ts";
-import { limitArg, offsetArg, threadArg, type RawRequest } from "../requests.ts";
+import { beforeArg, limitArg, offsetArg, threadArg, type RawRequest } from "../requests.ts";
 import { actorStates } from "./actors.ts";
 import { bundleExplorer, type ExplorerAssets } from "./assets.ts";
 import { liveThreads } from "./live.ts";
@@ -86,19 +86,6 @@ function redirect(res: ServerResponse, status: 302 | 308, location: string): voi
 
 const json = (res: ServerResponse, body: unknown, extra: Record<string, string> = {}) =>
   send(res, 200, JSON.stringify(body), "application/json; charset=utf-8", extra);
-
-function int(url: URL, key: string, fallback: number, max: number): number {
-  const raw = url.searchParams.get(key);
-  if (raw === null || raw === "") return fallback;
-  if (!/^\d{1,15}$/.test(raw)) {
-    throw new ApiError(
-      400,
-      "NOT_A_NUMBER",
-      `${key} must be a whole number ≥ 0, got '${raw.slice(0, 40)}'`,
-    );
-  }
-  return Math.min(Number(raw), max);
-}
 
 function queryOf(url: URL, thread?: string): RawRequest {
   const raw: Record<string, unknown> = {};
@@ -217,13 +204,13 @@ export function createExplorer(options: ExplorerOptions): Explorer {
           "filter is part of a thread id: at most 128 characters",
         );
       }
-      const before = url.searchParams.get("before");
+      const raw = queryOf(url);
       return json(
         res,
         await lister.list({
           filter,
-          before: before ? int(url, "before", 0, Number.MAX_SAFE_INTEGER) : undefined,
-          limit: limitArg(queryOf(url), 50, 200, "threads"),
+          before: beforeArg(raw, "the last page's next (a bucket sequence)"),
+          limit: limitArg(raw, 50, 200, "threads"),
         }),
       );
     }
