@@ -7,10 +7,18 @@ export class ApiError extends Error {
   override readonly name = "ApiError";
   readonly status: number;
   readonly code: string;
-  constructor(status: number, code: string, message: string) {
+  /** Seconds after which asking again may succeed: HTTP sends it as `Retry-After`. */
+  readonly retryAfter: number | undefined;
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    options: { retryAfter?: number } = {},
+  ) {
     super(message);
     this.status = status;
     this.code = code;
+    this.retryAfter = options.retryAfter;
   }
 }
 

@@ -74,7 +74,9 @@ function sendChunks(res: ServerResponse, chunks: readonly Uint8Array[]) {
 }
 
 function sendError(res: ServerResponse, err: ApiError, headers: Record<string, string> = {}) {
-  send(res, err.status, errorBody(err), headers);
+  const retry: Record<string, string> =
+    err.retryAfter === undefined ? {} : { "retry-after": String(err.retryAfter) };
+  send(res, err.status, errorBody(err), { ...retry, ...headers });
 }
 
 /** The routes a server made with `options` serves, for its 404 and 405 answers: no others. */

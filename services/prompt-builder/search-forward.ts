@@ -8,6 +8,20 @@ import type { RawRequest } from "./requests.ts";
 export type SearchForward = (raw: RawRequest) => Promise<Uint8Array>;
 
 /**
+ * A search service's 503 (SEARCH_INDEX_BEHIND) comes after it waited 2 s for its index to reach
+ * the thread's newest message: it is catching up with CHAT, which takes seconds, so the caller is
+ * told when to ask again rather than asked again here at once (it would wait again, and add load
+ * to an index already behind).
+ */
+export const SEARCH_BEHIND_RETRY_S = 5;
+/**
+ * No search service answers: none runs, or each is building its index from CHAT, which takes
+ * minutes on a large stream (5,000-6,600 messages a second). A retry within a second would not
+ * see it come; the caller is told to come back later.
+ */
+export const SEARCH_UNAVAILABLE_RETRY_S = 30;
+
+/**
  * The prompt-builder keeps no index (any instance answers for any thread): its search route
  * asks a search service over NATS (`<apiPrefix>.search`, a queue group over every instance's
  * index) and passes the answer on. Arguments are checked here first, so a bad one is a 400
@@ -41,7 +55,8 @@ export function forwardSearch(
         throw new ApiError(
           503,
           "SEARCH_UNAVAILABLE",
-          `no search service answers on ${subject}: it may still be building its index (see its log), or it is not running (services/search/main.ts)`,
+          `no search service answers on ${subject}: it may still be building its index, which takes minutes on a large CHAT (see its log), or it is not running (services/search/main.ts); retry in ${SEARCH_UNAVAILABLE_RETRY_S} s`,
+          { retryAfter: SEARCH_UNAVAILABLE_RETRY_S },
         );
       }
       if (err instanceof TimeoutError || (err as Error).name === "TimeoutError") {
@@ -60,6 +75,7 @@ export function forwardSearch(
         status,
         body.error?.code ?? "SEARCH_FAILED",
         body.error?.message ?? `the search service answered ${status}`,
+        status === 503 ? { retryAfter: SEARCH_BEHIND_RETRY_S } : {},
       );
     }
     return reply.data;
