@@ -1,5 +1,10 @@
+import { existsSync, readFileSync } from "node:fs";
+import { createServer, connect, type AddressInfo } from "node:net";
+import { networkInterfaces } from "node:os";
+import { WebSocket } from "ws";
 import { createActor } from "xstate";
 import { afterEach, describe, expect, it } from "vitest";
+import { run } from "../services/cli/inspect/run.ts";
 import { startInspectServer, type InspectServer } from "../services/cli/inspect/server.ts";
 import { formatLine } from "../services/cli/inspect/transitions.ts";
 import { createWorkerInspector, inspectUrlFromArgv } from "../services/thread-worker/inspect.ts";
@@ -110,5 +115,101 @@ describe("outline inspect", () => {
     await expect(startInspectServer({ port: server.port, onLine: () => {} })).rejects.toThrow(
       `port ${server.port} is in use; pick another with --port P`,
     );
+  });
+});
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+/** The local addresses (hex, as the kernel writes them) listening on this TCP port. */
+function listeners(port: number): string[] {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, "0");
+  return ["/proc/net/tcp", "/proc/net/tcp6"]
+    .filter((file) => existsSync(file))
+    .flatMap((file) => readFileSync(file, "utf8").split("\n").slice(1))
+    .map((row) => row.trim().split(/\s+/))
+    .filter((cols) => cols[1]?.endsWith(`:${hexPort}`) && cols[3] === "0A")
+    .map((cols) => cols[1]!.split(":")[0]!);
+}
+
+const refused = (host: string, port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = connect({ host, port });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once("error", () => resolve(true));
+  });
+
+describe("outline inspect --online", () => {
+  it.skipIf(!existsSync("/proc/net/tcp"))(
+    "listens on 127.0.0.1 only, serves the bridge page and relays a worker's events to it",
+    async () => {
+      const port = await freePort();
+      let stop!: () => void;
+      const stopped = new Promise<void>((resolve) => (stop = resolve));
+      let stderr = "";
+      const opened: string[] = [];
+      const done = run(["--online", "--port", String(port)], {
+        stderr: { write: (t) => void (stderr += t) },
+        until: stopped,
+        openBrowser: (url) => opened.push(url),
+      });
+      try {
+        await until(() => stderr.includes("open "), "the listening line");
+        // 0100007F is 127.0.0.1; every interface would be 00000000 (or :: in tcp6).
+        expect(listeners(port)).toEqual(["0100007F"]);
+        const outside = Object.values(networkInterfaces())
+          .flat()
+          .find((a) => a && !a.internal && a.family === "IPv4");
+        if (outside) expect(await refused(outside.address, port)).toBe(true);
+        expect(stderr).toContain(`open http://127.0.0.1:${port}/ in a browser`);
+        expect(stderr).toContain(`--inspect=ws://127.0.0.1:${port}`);
+        expect(opened).toEqual([`http://127.0.0.1:${port}/`]);
+
+        const page = await (await fetch(`http://127.0.0.1:${port}/`)).text();
+        expect(page).toContain('<iframe id="inspector" src="https://stately.ai/inspect">');
+        const browser = new WebSocket(`ws://127.0.0.1:${port}`);
+        const received: string[] = [];
+        browser.on("message", (data: Buffer) => received.push(data.toString("utf8")));
+        await new Promise((resolve) => browser.once("open", resolve));
+        const worker = new WebSocket(`ws://127.0.0.1:${port}`);
+        await new Promise((resolve) => worker.once("open", resolve));
+        worker.send(JSON.stringify({ type: "@xstate.event", sessionId: "x:1" }));
+        await until(() => received.length === 1, "the relayed event");
+        expect(JSON.parse(received[0]!)).toEqual({ type: "@xstate.event", sessionId: "x:1" });
+        browser.close();
+        worker.close();
+      } finally {
+        stop();
+      }
+      expect(await done).toBe(0);
+    },
+  );
+
+  it("a port in use is an error that says how to pick another, exit 2", async () => {
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
+    const { port } = busy.address() as AddressInfo;
+    let stderr = "";
+    try {
+      const code = await run(["--online", "--port", String(port)], {
+        stderr: { write: (t) => void (stderr += t) },
+        until: new Promise(() => {}),
+        openBrowser: () => {},
+      });
+      expect(code).toBe(2);
+      expect(stderr).toBe(
+        `inspect: port ${port} is in use; pick another with --port P and start the worker with --inspect=ws://127.0.0.1:P\n`,
+      );
+    } finally {
+      await new Promise((resolve) => busy.close(resolve));
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { DEFAULT_INSPECT_URL } from "../../thread-worker/inspect.ts";
+import { openBrowser, pageUrl, startOnlineBridge, urlHost } from "./online.ts";
 import { startInspectServer } from "./server.ts";
 import { formatLine } from "./transitions.ts";
 
@@ -14,13 +15,16 @@ lines and jobs after it. Start the worker with --inspect (sends to ${DEFAULT_INS
   --port P     port to listen on (default 8787)
   --host H     address to listen on (default 127.0.0.1)
   --online     instead of printing, relay the events to Stately's inspector UI in a browser
-               (https://stately.ai/inspect, needs internet), through @statelyai/inspect/server`;
+               (https://stately.ai/inspect, needs internet): serves a page on --host:--port
+               that embeds it, and opens it`;
 
 export interface InspectDeps {
   stdout?: { write(text: string): void };
   stderr?: { write(text: string): void };
   /** Resolves when the command should stop (default: SIGINT or SIGTERM). */
   until?: Promise<void>;
+  /** --online opens its page with this (default: the desktop's browser, if any). */
+  openBrowser?: (url: string) => void;
 }
 
 function defaultUntil(): Promise<void> {
@@ -30,20 +34,31 @@ function defaultUntil(): Promise<void> {
   });
 }
 
-// The online UI runs in the browser; Stately's server serves a page that embeds it and relays
-// the worker's events to it over the same port.
+// The online UI runs in the browser; the bridge serves a page that embeds it and relays the
+// worker's events to it over the same port, listening only on --host.
 async function online(
+  host: string,
   port: number,
-  stderr: { write(text: string): void },
-  until: Promise<void>,
+  deps: {
+    stderr: { write(text: string): void };
+    until: Promise<void>;
+    open: (url: string) => void;
+  },
 ): Promise<number> {
-  const { createInspectorServer } = await import("@statelyai/inspect/server");
-  const server = createInspectorServer({ port, autoOpen: true });
-  stderr.write(
-    `inspect: open http://localhost:${port} in a browser (it embeds https://stately.ai/inspect, so it needs internet); start the worker with --inspect=ws://127.0.0.1:${port} (Ctrl-C stops)\n`,
+  let bridge;
+  try {
+    bridge = await startOnlineBridge({ host, port });
+  } catch (err) {
+    deps.stderr.write(`inspect: ${(err as Error).message}\n`);
+    return 2;
+  }
+  const url = pageUrl(host, bridge.port);
+  deps.stderr.write(
+    `inspect: open ${url} in a browser (it embeds https://stately.ai/inspect, so it needs internet); start the worker with --inspect=ws://${urlHost(host)}:${bridge.port} (Ctrl-C stops)\n`,
   );
-  await until;
-  server.stop();
+  deps.open(url);
+  await deps.until;
+  await bridge.close();
   return 0;
 }
 
@@ -81,7 +96,12 @@ export async function run(argv: readonly string[], deps: InspectDeps = {}): Prom
     return 2;
   }
   const host = values.host ?? "127.0.0.1";
-  if (values.online) return online(port, stderr, deps.until ?? defaultUntil());
+  if (values.online)
+    return online(host, port, {
+      stderr,
+      until: deps.until ?? defaultUntil(),
+      open: deps.openBrowser ?? openBrowser,
+    });
   let server;
   try {
     server = await startInspectServer({
@@ -96,7 +116,7 @@ export async function run(argv: readonly string[], deps: InspectDeps = {}): Prom
     return 2;
   }
   stderr.write(
-    `inspect: listening on ws://${host}:${server.port}${values.thread ? ` for thread ${values.thread}` : ""}; start the worker with --inspect=ws://${host}:${server.port} (Ctrl-C stops)\n`,
+    `inspect: listening on ws://${urlHost(host)}:${server.port}${values.thread ? ` for thread ${values.thread}` : ""}; start the worker with --inspect=ws://${urlHost(host)}:${server.port} (Ctrl-C stops)\n`,
   );
   await (deps.until ?? defaultUntil());
   await server.close();
