@@ -349,6 +349,9 @@ describe("outline replay", () => {
     expect(unknown.code).toBe(2);
     // The error alone: no empty progress line before it.
     expect(unknown.stderr).toMatch(/^replay: thread 'rp-nobody' has no events in stream RP_CHAT/);
+    // It points at what lists threads, not at --all (which prints counts, no ids).
+    expect(unknown.stderr).toContain("the explorer does (GET /ui/ of the prompt-builder");
+    expect(unknown.stderr).not.toContain("--all");
     const neither = await replay([]);
     expect(neither.code).toBe(2);
     expect(neither.stderr).toContain("--thread T for one, or --all");
@@ -357,6 +360,16 @@ describe("outline replay", () => {
     expect(badInto.code).toBe(2);
     expect(badInto.stderr).toContain("--into 'bad bucket' is not a bucket name");
     expect(badInto.stderr).not.toContain("msg/s");
+  });
+
+  it("one thread is counted in the singular", async () => {
+    const r = await replay(["--thread", "rp-t4", "--into", "rp-rebuilt-one"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^HISTORY: \d+ nodes? of 1 thread$/m);
+    expect(r.stdout).toMatch(
+      /^rebuilt 1 thread: \d+ messages, \d+ outline lines?; model calls: 0$/m,
+    );
+    expect(r.stdout).toContain("wrote 1 snapshot into bucket 'rp-rebuilt-one'");
   });
 
   it("on a TTY the progress is a redrawn bar with messages/s and ETA", async () => {

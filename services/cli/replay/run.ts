@@ -175,7 +175,7 @@ async function rebuildThreads(
     if (replayOf(thread).state.count === 0 && deleted === 0) {
       progress.done();
       throw new UsageError(
-        `thread '${thread}' has no events in stream ${names.chatStream} (OUTLINE_CHAT_STREAM); check the thread id, or list threads with 'outline replay --all'`,
+        `thread '${thread}' has no events in stream ${names.chatStream} (OUTLINE_CHAT_STREAM); check the thread id. No outline command lists threads; the explorer does (GET /ui/ of the prompt-builder, e.g. http://127.0.0.1:8080/ui/ under npm start)`,
       );
     }
   }
@@ -185,6 +185,9 @@ async function rebuildThreads(
   }
   return threads;
 }
+
+/** "1 thread", "2 threads". */
+const counted = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? "" : "s"}`;
 
 /** The variables that set a thread's settings, as a command line would. */
 function settingsEnv(s: ThreadSettings): string {
@@ -266,7 +269,7 @@ async function writeInto(session: Session, bucket: string, threads: Map<string, 
     else await kv.delete(thread);
   }
   session.out(
-    `wrote ${threads.size} snapshots into bucket '${bucket}' (the live bucket is untouched)`,
+    `wrote ${counted(threads.size, "snapshot")} into bucket '${bucket}' (the live bucket is untouched)`,
   );
 }
 
@@ -289,7 +292,7 @@ function summary(
     }
   }
   session.out(
-    `rebuilt ${threads.size} thread${threads.size === 1 ? "" : "s"}: ${messages} messages, ${lines} outline lines; model calls: ${calls}`,
+    `rebuilt ${counted(threads.size, "thread")}: ${counted(messages, "message")}, ${counted(lines, "outline line")}; model calls: ${calls}`,
   );
   let invalid = 0;
   for (const nodes of texts?.values() ?? []) invalid += nodes.invalid;
@@ -316,7 +319,7 @@ async function replay(session: Session, deps: ReplayDeps): Promise<number> {
     let nodes = 0;
     for (const m of texts.values()) nodes += m.size;
     out(
-      `HISTORY: ${nodes} nodes of ${texts.size} threads${read.invalid ? ` (${read.invalid} events on subjects that name no node ignored)` : ""}`,
+      `HISTORY: ${counted(nodes, "node")} of ${counted(texts.size, "thread")}${read.invalid ? ` (${read.invalid} events on subjects that name no node ignored)` : ""}`,
     );
   });
   // Its failure is reported where it is awaited (rebuildThreads); never left unhandled meanwhile.
