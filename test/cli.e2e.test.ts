@@ -182,10 +182,49 @@ describe("outline --help", () => {
     expect(unknown.stderr).toContain("unknown command 'frobnicate'");
     const missing = await outline("send");
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain("expected 1 to 2 arguments");
+    expect(missing.stderr).toContain("outline send: takes 1 to 2 arguments, got 0\n");
     const badOption = await outline("zoom", thread, "0", "1", "--nope");
     expect(badOption.code).toBe(2);
     expect(badOption.stderr).toContain("--nope");
+  });
+
+  it("names the option meant, the rule a negative number breaks, and quotes only a text", async () => {
+    const cases: [string[], string][] = [
+      [
+        ["send", thread, "hi", "--frm", "Ana"],
+        "outline send: unknown option --frm; did you mean --from?\n",
+      ],
+      // A negative number reaches the command, which says its rule (not "unknown option -1").
+      [
+        ["zoom", thread, "-1", "1"],
+        "outline zoom: id must be a whole number ≥ 0, got -1 [BAD_ID]\n",
+      ],
+      [["dead", "--limit", "-3"], "outline dead: --limit must be a whole number ≥ 1\n"],
+      [
+        ["cluster", "extra"],
+        "outline cluster: takes no arguments, got 1: 'extra' is one too many\n",
+      ],
+      [
+        ["outline", thread, "extra"],
+        "outline outline: takes 1 argument, got 2: 'extra' is one too many\n",
+      ],
+      [
+        ["send", thread, "hello", "big", "world"],
+        `outline send: takes 1 to 2 arguments, got 4: 'big' 'world' are 2 too many (quote a text with spaces: "hello big world")\n`,
+      ],
+      [
+        ["inspect", "--prot", "1"],
+        "inspect: unknown option --prot; did you mean --port? (see 'outline inspect --help')\n",
+      ],
+    ];
+    for (const [argv, first] of cases) {
+      const r = await outline(...argv);
+      expect({ argv, code: r.code, first: r.stderr.split("\n")[0] + "\n" }).toEqual({
+        argv,
+        code: 2,
+        first,
+      });
+    }
   });
 });
 

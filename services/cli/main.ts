@@ -20,6 +20,16 @@ const usage = () =>
     "this folder or one above, else nats://127.0.0.1:4222).",
   ].join("\n");
 
+/**
+ * Too many arguments for a command whose last one is a text (`<text>` in its usage): most likely
+ * a text with spaces, unquoted. Shows it quoted.
+ */
+function quoteHint(err: UsageError, usage: string): string {
+  if (!err.tooMany || !usage.split("\n", 1)[0]?.includes("<text>")) return "";
+  const { positionals, max } = err.tooMany;
+  return ` (quote a text with spaces: "${positionals.slice(max - 1).join(" ")}")`;
+}
+
 const out: Output = {
   line: (text) => process.stdout.write(`${text}\n`),
   help(text) {
@@ -46,7 +56,7 @@ async function main(argv: readonly string[]): Promise<number> {
   } catch (err) {
     if (err instanceof UsageError) {
       process.stderr.write(
-        `outline ${command.name}: ${err.message}\n${err.usage ? `\n${command.usage}\n` : ""}`,
+        `outline ${command.name}: ${err.message}${quoteHint(err, command.usage)}\n${err.usage ? `\n${command.usage}\n` : ""}`,
       );
       return USAGE_ERROR;
     }

@@ -1,4 +1,4 @@
-import { parseArgs } from "node:util";
+import { parse, str } from "../args.ts";
 import { DEFAULT_INSPECT_URL } from "../../thread-worker/inspect.ts";
 import { openBrowser, pageUrl, startOnlineBridge, urlHost } from "./online.ts";
 import { startInspectServer } from "./server.ts";
@@ -66,37 +66,37 @@ async function online(
 export async function run(argv: readonly string[], deps: InspectDeps = {}): Promise<number> {
   const stdout = deps.stdout ?? process.stdout;
   const stderr = deps.stderr ?? process.stderr;
-  let values;
+  let parsed;
   try {
-    values = parseArgs({
-      args: [...argv],
-      options: {
+    parsed = parse(
+      argv,
+      {
         thread: { type: "string" },
         port: { type: "string" },
         host: { type: "string" },
-        help: { type: "boolean", short: "h" },
-        config: { type: "string" },
         online: { type: "boolean" },
       },
-      strict: true,
-    }).values;
+      0,
+    );
   } catch (err) {
-    stderr.write(`inspect: ${(err as Error).message}; see 'outline inspect --help'\n`);
+    stderr.write(`inspect: ${(err as Error).message} (see 'outline inspect --help')\n`);
     return 2;
   }
-  if (values.help) {
+  const thread = str(parsed.values.thread);
+  const portText = str(parsed.values.port);
+  const host = str(parsed.values.host) ?? "127.0.0.1";
+  if (parsed.help) {
     stdout.write(`${INSPECT_USAGE}\n`);
     return 0;
   }
-  const port = values.port === undefined ? 8787 : Number(values.port);
+  const port = portText === undefined ? 8787 : Number(portText);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     stderr.write(
-      `inspect: --port '${values.port}' is not a port; write a number from 0 to 65535, e.g. --port 8787\n`,
+      `inspect: --port '${portText}' is not a port; write a number from 0 to 65535, e.g. --port 8787\n`,
     );
     return 2;
   }
-  const host = values.host ?? "127.0.0.1";
-  if (values.online)
+  if (parsed.values.online === true)
     return online(host, port, {
       stderr,
       until: deps.until ?? defaultUntil(),
@@ -107,7 +107,7 @@ export async function run(argv: readonly string[], deps: InspectDeps = {}): Prom
     server = await startInspectServer({
       host,
       port,
-      ...(values.thread === undefined ? {} : { thread: values.thread }),
+      ...(thread === undefined ? {} : { thread }),
       onLine: (line) => stdout.write(`${formatLine(line)}\n`),
       onBadMessage: (reason) => stderr.write(`inspect: ${reason}\n`),
     });
@@ -116,7 +116,7 @@ export async function run(argv: readonly string[], deps: InspectDeps = {}): Prom
     return 2;
   }
   stderr.write(
-    `inspect: listening on ws://${urlHost(host)}:${server.port}${values.thread ? ` for thread ${values.thread}` : ""}; start the worker with --inspect=ws://${urlHost(host)}:${server.port} (Ctrl-C stops)\n`,
+    `inspect: listening on ws://${urlHost(host)}:${server.port}${thread ? ` for thread ${thread}` : ""}; start the worker with --inspect=ws://${urlHost(host)}:${server.port} (Ctrl-C stops)\n`,
   );
   await (deps.until ?? defaultUntil());
   await server.close();

@@ -1,6 +1,6 @@
 import { isValidName } from "../../config/names.ts";
 import { threadArg } from "../../prompt-builder/requests.ts";
-import { UsageError } from "../args.ts";
+import { unknownOption, UsageError } from "../args.ts";
 
 /** What `outline replay` was asked to do. */
 export interface ReplayArgs {
@@ -48,6 +48,8 @@ function value(argv: readonly string[], i: number, flag: string, example: string
   }
   return next;
 }
+
+const OPTIONS = ["thread", "all", "verify", "into", "resummarize", "search", "config", "help"];
 
 export function parseReplayArgs(argv: readonly string[]): ReplayArgs {
   const args: ReplayArgs = {
@@ -107,7 +109,11 @@ export function parseReplayArgs(argv: readonly string[]): ReplayArgs {
         args.help = true;
         break;
       default:
-        throw new UsageError(`unknown argument '${arg}'; see 'outline replay --help'`);
+        throw new UsageError(
+          arg.startsWith("-")
+            ? unknownOption(flag as string, OPTIONS, false)
+            : `unknown argument '${arg}': outline replay takes options only (a thread is --thread ${arg})`,
+        );
     }
   }
   if (args.help) return args;
