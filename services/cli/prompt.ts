@@ -7,8 +7,9 @@ import { withSession } from "./session.ts";
 
 const USAGE = `usage: outline prompt <thread> [--agent NAME] [--from ISO-TIME] [--format openai|anthropic] [--json]
 
-Prints the prompt an agent would be sent (README.md, "How it flows"): the outline message, then the whole messages.
-It asks the running prompt-builder (npm start), so the prompt is built with its settings.
+Prints the prompt an agent would be sent (README.md, "The contract": a prompt's messages): the
+outline message, then the whole messages. It asks the running prompt-builder (npm start), so the
+prompt is built with its settings.
 
   --agent NAME    whose messages are 'assistant' (others are 'user', prefixed with the author)
   --from TIME     leave out lines and messages older than this ISO-8601 time
