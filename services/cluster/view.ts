@@ -1,6 +1,6 @@
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { headers, type NatsConnection } from "@nats-io/transport-node";
 import type { InfraNames } from "../config/names.ts";
 import { clusterBucket, readCluster, type MemberInfo } from "./bucket.ts";
 import { DEFAULT_FAILOVER_MS } from "./membership.ts";
@@ -46,7 +46,17 @@ export function clusterView(
   };
 }
 
-/** Answers `<apiPrefix>.cluster` with the same JSON as GET /cluster (any instance may answer). */
+/** A reply with the HTTP status the same request would have had, as every `<apiPrefix>.<op>`. */
+function statusHeader(status: number) {
+  const h = headers();
+  h.set("Outline-Status", String(status));
+  return { headers: h };
+}
+
+/**
+ * Answers `<apiPrefix>.cluster` with the same JSON and status as GET /cluster (any instance may
+ * answer): 200, or 500 when the view cannot be read, as HTTP answers then.
+ */
 export function serveCluster(
   nc: NatsConnection,
   names: InfraNames,
@@ -58,13 +68,14 @@ export function serveCluster(
     callback: (err, msg) => {
       if (err) return;
       view().then(
-        (answer) => msg.respond(JSON.stringify(answer)),
+        (answer) => msg.respond(JSON.stringify(answer), statusHeader(200)),
         (e: unknown) => {
           log(`prompt-builder: cluster view failed: ${(e as Error).message}`);
           msg.respond(
             JSON.stringify({
               error: { code: "CLUSTER_UNAVAILABLE", message: (e as Error).message },
             }),
+            statusHeader(500),
           );
         },
       );
