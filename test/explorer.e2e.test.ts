@@ -216,6 +216,12 @@ describe("the explorer in Chromium", () => {
     const page = await openPage();
     await page.goto(`${builder.base}/ui/?filter=explore-a`);
     await page.locator("table.threads tbody tr").first().waitFor();
+    // ? lists the keys, g (the newest page) among them; ? again closes it.
+    await page.keyboard.press("?");
+    const help = page.getByRole("dialog", { name: "Keyboard" });
+    await expect.poll(() => help.locator("dt").allInnerTexts()).toContain("g");
+    await page.keyboard.press("?");
+    await expect.poll(() => help.count()).toBe(0);
     await page.keyboard.press("Enter");
     await page.waitForURL(`${builder.base}/ui/threads/${A}`);
     await page.locator("[role=treeitem]").first().waitFor();

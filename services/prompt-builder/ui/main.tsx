@@ -4,24 +4,12 @@ import { render } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { ExplorerConfig } from "../explorer/types.ts";
 import { getJson, onAuthNeeded, signIn } from "./api.ts";
+import { HELP_KEYS } from "./help-keys.ts";
 import { useKeys } from "./keys.ts";
 import { ThreadList } from "./list.tsx";
 import { Link, useLocation } from "./router.tsx";
 import { ThreadView } from "./thread.tsx";
 import "./style.css";
-
-const KEYS: [string, string][] = [
-  ["/", "filter the list, or search the thread"],
-  ["↓ ↑  Enter", "from the search field through its hits; open one"],
-  ["j k  ↓ ↑", "move through threads or outline lines"],
-  ["Enter", "open a thread; zoom into a line"],
-  ["→ ←  l h", "zoom in, back out (outline)"],
-  ["n p", "older and newer page of threads"],
-  ["t", "focus the outline"],
-  ["u  Esc", "back to the list"],
-  ["r", "reload the list"],
-  ["?", "this help"],
-];
 
 function Help(props: { onClose: () => void }) {
   return (
@@ -35,7 +23,7 @@ function Help(props: { onClose: () => void }) {
       <div class="help" onClick={(e) => e.stopPropagation()}>
         <h2 id="help-title">Keyboard</h2>
         <dl>
-          {KEYS.map(([k, what]) => (
+          {HELP_KEYS.map(([k, what]) => (
             <div key={k}>
               <dt class="mono">{k}</dt>
               <dd>{what}</dd>
