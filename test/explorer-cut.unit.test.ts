@@ -57,6 +57,37 @@ describe("the explorer's cut plan", () => {
     );
   });
 
+  it("what it says leaves is a floor: the next cut the core plans takes at least as many", () => {
+    fc.assert(
+      fc.property(
+        settingsArb,
+        fc.array(textArb, { minLength: 0, maxLength: 60 }),
+        (settings, texts) => {
+          let state = initialThreadState("t", settings);
+          // Plans shown while no cut was pending: [boundary then, messages said to leave].
+          let shown: [number, number][] = [];
+          for (const [i, text] of texts.entries()) {
+            const before = state.planned;
+            state = appendMessage(state, makeMessage("t", i, text), i + 1).state;
+            if (state.planned > before) {
+              for (const [boundary, leaving] of shown)
+                expect(state.planned - boundary).toBeGreaterThanOrEqual(leaving);
+              shown = [];
+            }
+            if (state.planned === state.boundary) {
+              const plan = cutPlan(
+                state.tail.map((e) => e.cost),
+                settings.tail[0],
+              );
+              shown.push([state.boundary, plan.leaving]);
+            }
+          }
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+
   it("marks the pair SPEC §4 names: T=10, outline 0+4 4+4 8+1 9+1 merges 8-9 (due 1)", () => {
     const snapshot = snapshotOf(10, [
       [0, 4],

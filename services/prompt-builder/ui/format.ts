@@ -12,6 +12,36 @@ export function coverage(lines: number, boundary: number): string {
     : `${counted}, covering no message yet`;
 }
 
+/**
+ * The tail's next cut, as the page words it: `lead` (bold) then `detail`. The plan is the tail as
+ * it is now, but the cut comes only once the tail passes tail[1], when more messages have come,
+ * and then takes the oldest until at most tail[0] stay (SPEC §4): the messages due now leave
+ * then, and usually many more. So it is a floor, and said as one.
+ */
+export function nextCutText(
+  cut: { leaving: number; leavingTokens: number; tokens: number },
+  first: number,
+  [low, high]: readonly [number, number],
+): { lead: string; detail: string } {
+  if (cut.leaving === 0) {
+    return {
+      lead: "",
+      detail:
+        cut.tokens > low
+          ? "nothing leaves yet: the newest message always stays"
+          : `nothing leaves yet: under ${num(low)} tok`,
+    };
+  }
+  const when =
+    cut.tokens > high
+      ? `the tail passed ${num(high)} tok: the cut waits for their summaries`
+      : `when the tail passes ${num(high)} tok, ${num(high - cut.tokens)} to go`;
+  return {
+    lead: `✂ next cut at ${num(first + cut.leaving)} or later`,
+    detail: `: at least ${num(cut.leaving)} leave (${num(cut.leavingTokens)} tok), ${when}`,
+  };
+}
+
 export function bytes(n: number | undefined): string {
   if (n === undefined) return "–";
   if (n < 1024) return `${n} B`;

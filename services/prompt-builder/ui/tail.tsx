@@ -3,7 +3,7 @@ import { Fragment } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { Settings, TailMessage, TailPage, ThreadBody } from "../explorer/types.ts";
 import { getJson, threadPath } from "./api.ts";
-import { num, when } from "./format.ts";
+import { nextCutText, num, when } from "./format.ts";
 
 const PAGE = 50;
 
@@ -124,6 +124,7 @@ export function TailPanel(props: {
   const share = Math.min(100, (cut.tokens / high) * 100);
   const first = page?.first ?? body.tail.first;
   const cutPosition = first + cut.leaving;
+  const plan = nextCutText(cut, first, settings.tail);
   const messages = page?.messages ?? [];
   return (
     <section class="panel tail" aria-labelledby="tail-title">
@@ -165,15 +166,10 @@ export function TailPanel(props: {
           <div class="fill" style={{ width: `${share}%` }} />
           <div class="mark" style={{ left: `${(low / high) * 100}%` }} />
         </div>
-        {cut.leaving > 0 ? (
-          <span>
-            <b>✂ next cut at {num(cutPosition)}</b>: {num(cut.leaving)} leave (
-            {num(cut.leavingTokens)} tok) when the tail passes {num(high)} tok,{" "}
-            {num(Math.max(0, high - cut.tokens))} to go
-          </span>
-        ) : (
-          <span>nothing leaves yet: under {num(low)} tok</span>
-        )}
+        <span>
+          {plan.lead && <b>{plan.lead}</b>}
+          {plan.detail}
+        </span>
       </div>
       {body.tail.note && <p class="warning small">{body.tail.note}</p>}
       {error && <p class="error small">{error}</p>}
@@ -181,9 +177,9 @@ export function TailPanel(props: {
         {messages.map((m) => (
           <Fragment key={m.id}>
             {m.position === cutPosition && cut.leaving > 0 && (
-              <li class="cut-line" aria-label="where the next cut falls">
+              <li class="cut-line" aria-label="where the next cut falls at the earliest">
                 <span>
-                  ✂ next cut: the messages above leave for the outline; from here on they stay whole
+                  ✂ next cut: the messages above leave for the outline, and likely some below
                 </span>
               </li>
             )}
