@@ -1,4 +1,5 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -74,7 +75,7 @@ const api = `
 import { createServer } from "node:http";
 import { writeFileSync } from "node:fs";
 const server = createServer((req, res) => { res.writeHead(req.url === "/healthz" ? 200 : 404); res.end(); });
-server.listen(Number(process.env.PORT), process.env.HOST);
+server.listen(Number(process.env.PORT), process.env.HOST, () => console.error("api: HTTP on " + process.env.PORT));
 process.on("SIGTERM", () => server.close(() => { writeFileSync("api.drained", "yes"); process.exit(0); }));
 `;
 // Dies once the worker can drain (its SIGTERM handler is set): an event, not a 300 ms guess that
@@ -138,7 +139,7 @@ describe("runStart", () => {
       {
         services: [
           { name: "worker", entry: "worker.mjs" },
-          { name: "api", entry: "api.mjs", http: true },
+          { name: "api", entry: "api.mjs", http: true, ready: "api: HTTP on " },
         ],
         env: { ...process.env, NATS_URL: "", HOST: "127.0.0.1", PORT: String(port) },
         cwd: dir,
@@ -355,6 +356,99 @@ describe("runStart", () => {
     expect(errors.join("\n")).toContain("api exited with code 1");
     expect(terminal).toContain("[api] cannot listen\n");
     expect(count(`${terminal}${errors.join("\n")}`, "cannot listen")).toBe(1);
+  });
+
+  it("refuses a PORT another server answers /healthz on, before anything starts, with no banner", async () => {
+    writeFileSync(join(dir, "worker.mjs"), worker);
+    writeFileSync(join(dir, "api.mjs"), api);
+    const port = await freePort();
+    const other = createHttpServer((req, res) => {
+      res.writeHead(req.url === "/healthz" ? 200 : 404);
+      res.end();
+    });
+    await new Promise<void>((resolve) => other.listen(port, "127.0.0.1", resolve));
+    try {
+      // With a local nats-server (its folder lock is let go) and with NATS_URL.
+      for (const natsUrl of ["", "nats://127.0.0.1:4999"]) {
+        const lines: string[] = [];
+        const errors: string[] = [];
+        const code = await runStart(
+          {
+            services: [
+              { name: "worker", entry: "worker.mjs" },
+              { name: "prompt-builder", entry: "api.mjs", http: true, ready: "api: HTTP on " },
+            ],
+            env: { ...process.env, NATS_URL: natsUrl, HOST: "127.0.0.1", PORT: String(port) },
+            cwd: dir,
+            out: (line) => lines.push(line),
+            err: (line) => errors.push(line),
+          },
+          controllable().control,
+        );
+        expect(code).toBe(1);
+        expect(lines).toEqual([]);
+        expect(errors).toEqual([
+          `outline: PORT: 127.0.0.1:${port} is already in use, so the prompt-builder cannot ` +
+            `serve there; nothing was started. Stop what listens there (another npm start?) or ` +
+            `set PORT to a free port`,
+        ]);
+        expect(existsSync(join(dir, "worker.up"))).toBe(false);
+        expect(existsSync(join(dir, ".data", "nats"))).toBe(false);
+        expect(existsSync(join(dir, ".data", "start.lock"))).toBe(false);
+      }
+    } finally {
+      other.close();
+    }
+  });
+
+  it("does not call the system running while another process answers on its port", async () => {
+    // The port is free when start looks, then taken (here by the worker) before the HTTP service
+    // binds it: that service fails and stays up, while /healthz answers from the other process.
+    writeFileSync(
+      join(dir, "taker.mjs"),
+      `import { createServer } from "node:http";
+import { writeFileSync } from "node:fs";
+createServer((req, res) => { res.writeHead(200); res.end(); })
+  .listen(Number(process.env.PORT), "127.0.0.1", () => writeFileSync("taken", "yes"));
+process.on("SIGTERM", () => process.exit(0));`,
+    );
+    writeFileSync(
+      join(dir, "api.mjs"),
+      `import { createServer } from "node:http";
+import { existsSync } from "node:fs";
+const listen = () => createServer().once("error", (e) => console.error("api: " + e.code))
+  .listen(Number(process.env.PORT), "127.0.0.1", () => console.error("api: HTTP on"));
+const wait = () => (existsSync("taken") ? listen() : setTimeout(wait, 20));
+wait();
+process.on("SIGTERM", () => process.exit(0));
+setInterval(() => {}, 1000);`,
+    );
+    const port = await freePort();
+    const lines: string[] = [];
+    const { control, stop } = controllable();
+    const { result: code } = await onTerminal(() =>
+      runStart(
+        {
+          services: [
+            { name: "taker", entry: "taker.mjs" },
+            { name: "api", entry: "api.mjs", http: true, ready: "api: HTTP on" },
+          ],
+          env: { ...process.env, NATS_URL: "nats://127.0.0.1:4999", PORT: String(port) },
+          cwd: dir,
+          readyTimeoutMs: 8_000,
+          out: (line) => {
+            lines.push(line);
+            if (line.startsWith("  stop:")) stop("SIGTERM");
+          },
+          err: (line) => lines.push(line),
+        },
+        control,
+      ),
+    );
+    expect(code).toBe(0);
+    expect(existsSync(join(dir, "taken"))).toBe(true);
+    expect(lines).toContain("outline is starting (the HTTP API is not answering yet)");
+    expect(lines).not.toContain("outline is running");
   });
 
   it("refuses to start when a service file is missing or a setting is bad", async () => {

@@ -34,6 +34,19 @@ export function isPortFree(port: number, host = "127.0.0.1"): Promise<boolean> {
   });
 }
 
+/**
+ * True when another socket listens on host:port, so a server there would fail to bind; other
+ * bind errors (a HOST not of this machine) are for the server to word.
+ */
+export function isPortTaken(port: number, host = "127.0.0.1"): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once("error", (err: NodeJS.ErrnoException) => resolve(err.code === "EADDRINUSE"));
+    server.listen(port, host, () => server.close(() => resolve(false)));
+  });
+}
+
 /** A port the OS had free a moment ago (another process may still take it first). */
 export function freePort(host = "127.0.0.1"): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -117,6 +130,7 @@ export class ManagedProcess {
   #recent: { line: string; shown: boolean }[] = [];
   #printed = 0;
   #log: WriteStream | undefined;
+  #watchers: { part: string; seen: () => void }[] = [];
 
   constructor(name: string, command: string, args: readonly string[], options: SpawnOptions = {}) {
     this.name = name;
@@ -138,6 +152,7 @@ export class ManagedProcess {
       createInterface({ input: stream }).on("line", (line) => {
         this.#keep(line, prefix);
         this.#log?.write(`${line}\n`);
+        this.#watch(line);
         if (prefix) {
           sink.write(`[${name}] ${line}\n`);
           this.#printed += 1;
@@ -179,6 +194,19 @@ export class ManagedProcess {
   #keep(line: string, shown: boolean): void {
     this.#recent.push({ line, shown });
     if (this.#recent.length > KEPT_LINES) this.#recent.shift();
+  }
+
+  #watch(line: string): void {
+    const seen = this.#watchers.filter((w) => line.includes(w.part));
+    if (seen.length === 0) return;
+    this.#watchers = this.#watchers.filter((w) => !seen.includes(w));
+    for (const w of seen) w.seen();
+  }
+
+  /** Resolves once it prints a line containing `part` (on either stream); never if it does not. */
+  printed(part: string): Promise<void> {
+    if (this.#recent.some((r) => r.line.includes(part))) return Promise.resolve();
+    return new Promise((seen) => this.#watchers.push({ part, seen }));
   }
 
   /** The last lines it wrote, for an error message when it dies. */

@@ -7,7 +7,7 @@ import { CONFIG_VARIABLE, loadSettings, type Config } from "../config/load.ts";
 import { redactUrl } from "../nats/connect.ts";
 import { acquireFolderLock, FolderBusyError, type FolderLock } from "./folder-lock.ts";
 import { startNatsServer, type LocalNats } from "./nats-server.ts";
-import { describeExit, ManagedProcess, waitForHttp, type Exit } from "./processes.ts";
+import { describeExit, isPortTaken, ManagedProcess, waitForHttp, type Exit } from "./processes.ts";
 import { removeLocalNatsUrl, writeLocalNatsUrl } from "../config/nats-url.ts";
 
 export interface ServiceEntry {
@@ -17,6 +17,11 @@ export interface ServiceEntry {
   entry: string;
   /** It serves the HTTP API on HOST:PORT (we wait for its /healthz and print the address). */
   http?: boolean;
+  /**
+   * Part of the line it prints once its server listens: until then, an answer on its port is
+   * another process's, and the banner must not call the system running.
+   */
+  ready?: string;
   /** Started only when this says so (e.g. a setting turns the service on). */
   when?: (config: Config) => boolean;
   /** Its arguments, from those `npm start` was given (e.g. the worker's `--inspect`). */
@@ -113,6 +118,22 @@ function banner(
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
 
+/** True once `who` said it listens (when it says so) and then `url` answers 2xx. */
+async function serving(
+  who: ManagedProcess,
+  entry: ServiceEntry,
+  url: string,
+  timeoutMs: number,
+): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  if (entry.ready !== undefined) {
+    const ready = entry.ready;
+    const said = await Promise.race([who.printed(ready).then(() => true), sleep(timeoutMs)]);
+    if (said !== true) return false;
+  }
+  return waitForHttp(url, Math.max(1_000, deadline - Date.now()));
+}
+
 /**
  * Why we stop when `who` died. Lines it printed as they came are above, its error among them:
  * they are pointed at, not printed again; what was never shown (a quiet process's log, a spawn
@@ -169,6 +190,19 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
   let natsUrl = config.settings.natsUrl;
   const dataDir = options.dataDir ?? join(cwd, ".data");
   const http = `http://${browsableHost(config.settings.host)}:${config.settings.port}`;
+  // Another process on PORT would answer our /healthz wait while our service fails to bind:
+  // refused before anything starts, rather than a "running" banner followed by its death.
+  const httpEntry = wanted.find((s) => s.http);
+  const portTaken = async (): Promise<boolean> => {
+    const { host, port } = config.settings;
+    if (httpEntry === undefined || port === 0 || !(await isPortTaken(port, host))) return false;
+    err(
+      `outline: PORT: ${host}:${port} is already in use, so the ${httpEntry.name} cannot serve ` +
+        `there; nothing was started. Stop what listens there (another npm start?) or set PORT ` +
+        `to a free port`,
+    );
+    return true;
+  };
   if (natsUrl === undefined) {
     mkdirSync(dataDir, { recursive: true });
     // One start per folder runs its nats-server on ./.data: a second exits here, touching nothing.
@@ -177,6 +211,10 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
     } catch (e) {
       if (!(e instanceof FolderBusyError)) throw e;
       err(`outline: ${e.message}`);
+      return 1;
+    }
+    if (await portTaken()) {
+      lock.release();
       return 1;
     }
     try {
@@ -199,6 +237,8 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
       ...(local.process.pid ? { natsPid: local.process.pid } : {}),
     });
     writeLocalNatsUrl(dataDir, natsUrl);
+  } else if (await portTaken()) {
+    return 1;
   }
 
   const childEnv: NodeJS.ProcessEnv = { ...env, NATS_URL: natsUrl };
@@ -224,12 +264,12 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
     ...watched.map((who) => who.exited.then((exit) => ({ kind: "died" as const, who, exit }))),
   ]);
 
-  const hasHttp = wanted.some((s) => s.http);
   // undefined: a service died (or a stop came) first; what follows says so, and a banner above
   // it would bury it.
-  const ready = hasHttp
+  const httpProcess = httpEntry && services[wanted.indexOf(httpEntry)];
+  const ready = httpProcess
     ? await Promise.race([
-        waitForHttp(`${http}/healthz`, options.readyTimeoutMs ?? 30_000),
+        serving(httpProcess, httpEntry, `${http}/healthz`, options.readyTimeoutMs ?? 30_000),
         outcome.then(() => undefined),
       ])
     : true;

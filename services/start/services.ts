@@ -14,6 +14,8 @@ export const SERVICES: readonly ServiceEntry[] = [
     name: "prompt-builder",
     entry: "services/prompt-builder/main.ts",
     http: true,
+    // What its main.ts logs once it listens (the tests wait for it too).
+    ready: "prompt-builder: HTTP on ",
     // Off loopback without OUTLINE_API_TOKEN it would refuse to start: refused here instead.
     check: (config) => void apiToken(config.settings.host, config.values),
   },
