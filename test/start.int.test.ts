@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { run as inspect } from "../services/cli/inspect/run.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { MissingNatsServerError, startNatsServer } from "../services/start/nats-server.ts";
 import { freePort, isPortFree } from "../services/start/processes.ts";
@@ -268,10 +269,12 @@ describe("runStart", () => {
     });
     const lines: string[] = [];
     const { control, stop } = controllable();
+    const inspectPort = await freePort();
+    const inspectArg = `--inspect=ws://127.0.0.1:${inspectPort}`;
     const code = await runStart(
       {
         services,
-        argv: ["--inspect=ws://127.0.0.1:17999"],
+        argv: [inspectArg],
         env: { ...process.env, NATS_URL: "nats://127.0.0.1:4999" },
         cwd: dir,
         out: (line) => {
@@ -293,11 +296,31 @@ describe("runStart", () => {
     expect(code).toBe(0);
     const argv = (name: string) =>
       JSON.parse(readFileSync(join(dir, `${name}.argv`), "utf8")) as unknown;
-    expect(argv("thread-worker")).toEqual(["--inspect=ws://127.0.0.1:17999"]);
+    expect(argv("thread-worker")).toEqual([inspectArg]);
     expect(argv("prompt-builder")).toEqual([]);
-    expect(lines.join("\n")).toContain(
-      "inspector:     the worker's thread actors (--inspect=ws://127.0.0.1:17999)",
+    const line = lines.find((l) => l.startsWith("  inspector:"));
+    expect(line).toBe(
+      `  inspector:     the worker's thread actors (${inspectArg}); ` +
+        `watch: npx outline inspect --port ${inspectPort}`,
     );
+
+    // The command as printed listens where the worker sends.
+    const printed = (line ?? "").split("watch: npx outline inspect")[1] ?? "";
+    let said = "";
+    let listening!: () => void;
+    const until = new Promise<void>((resolve) => (listening = resolve));
+    const inspected = inspect(printed.trim().split(/\s+/).filter(Boolean), {
+      stdout: { write: () => {} },
+      stderr: {
+        write: (text) => {
+          said += text;
+          listening();
+        },
+      },
+      until,
+    });
+    expect(await inspected).toBe(0);
+    expect(said).toContain(`listening on ws://127.0.0.1:${inspectPort};`);
   });
 
   it("refuses HOST off loopback without a token once, before anything starts, with no banner", async () => {

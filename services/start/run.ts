@@ -86,6 +86,25 @@ function browsableHost(host: string): string {
   return host.includes(":") ? `[${host}]` : host;
 }
 
+/**
+ * The `outline inspect` command that receives what the worker sends under `--inspect[=url]`:
+ * with a URL, its port (and host) must be passed too, or it listens on its default 8787.
+ */
+export function inspectWatch(arg: string): string {
+  if (!arg.startsWith("--inspect=")) return "npx outline inspect";
+  let url: URL;
+  try {
+    url = new URL(arg.slice("--inspect=".length));
+  } catch {
+    return "npx outline inspect --help (the worker takes --inspect=ws://host:port)";
+  }
+  if (url.protocol !== "ws:")
+    return "a receiver of your own (npx outline inspect takes ws:// only)";
+  const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
+  const port = url.port === "" ? "80" : url.port;
+  return `npx outline inspect${host === "127.0.0.1" ? "" : ` --host ${host}`} --port ${port}`;
+}
+
 function banner(
   config: Config,
   natsUrl: string,
@@ -109,7 +128,9 @@ function banner(
     `  outline:       curl '${http}/threads/<thread>/outline'`,
     `  settings:      ${config.configFile ?? "defaults and environment (no config file)"}`,
     ...(inspect
-      ? [`  inspector:     the worker's thread actors (${inspect}); watch: npx outline inspect`]
+      ? [
+          `  inspector:     the worker's thread actors (${inspect}); watch: ${inspectWatch(inspect)}`,
+        ]
       : []),
     "  stop:          Ctrl-C (drains, then stops)",
     "",
