@@ -236,7 +236,15 @@ describe.skipIf(!hasWorker)(
     });
 
     it("the demo shows the prompt the prompt-builder serves and the tools it offers", async () => {
-      const d = start(["services/demo/main.ts", "--thread", "ct-demo", "--messages", "40"]);
+      const d = start([
+        "services/demo/main.ts",
+        "--thread",
+        "ct-demo",
+        "--messages",
+        "40",
+        "--every",
+        "20",
+      ]);
       expect(await d.exited, d.output()).toBe(0);
       const out = d.output();
       const served = (await (
@@ -251,6 +259,8 @@ describe.skipIf(!hasWorker)(
         String(served.messages.length),
       ]);
       expect(out).toContain("the agent is offered the tools: zoom, search");
+      // One report per stretch of --every, the last one (40, a multiple of 20) once.
+      expect(out.match(/^ +\d+ sent /gm)?.map((l) => l.trim())).toEqual(["20 sent", "40 sent"]);
     });
   },
 );

@@ -125,7 +125,9 @@ async function main(): Promise<number> {
     lastSeq = ack.seq;
     conversation += Buffer.byteLength(message.text);
     sent += 1;
-    if (sent % every === 0) await report(sent);
+    // The last message's report comes below, once the worker caught up: made here too, it
+    // printed the same line twice.
+    if (sent % every === 0 && sent < count) await report(sent);
   }
   // Let the worker catch up, so the outline covers the planted facts.
   if (!(await caughtUp(120_000))) {
