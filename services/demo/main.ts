@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { jetstream } from "@nats-io/jetstream";
+import { threadIdSchema } from "../../shared/events.ts";
 import type { OpenAIMessage } from "../../shared/prompt.ts";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import { loadSettings } from "../config/load.ts";
@@ -36,16 +37,43 @@ async function snapshotOf(
   }
 }
 
+/** What the demo was doing once it started playing, for the message if that fails. */
+const progress = { doing: undefined as string | undefined, natsLost: false, url: "" };
+
+/** An error as the demo's one line: once playing, what failed and what to check. */
+function failure(err: unknown): string {
+  const reason = (err as Error).message;
+  if (progress.doing === undefined) return `demo: ${reason}`;
+  const head = `demo: stopped while ${progress.doing}: ${reason}`;
+  if (progress.natsLost) {
+    return `${head}; NATS at ${progress.url} went away meanwhile: is npm start still running?`;
+  }
+  // The prompt-builder's errors say whom they asked and what to do.
+  if (err instanceof ApiError) return head;
+  return `${head}; is npm start still running (NATS at ${progress.url})?`;
+}
+
+/** A bad argument: what is wrong, then the usage; exit code 2. */
+function refuse(problem: string): number {
+  console.error(`demo: ${problem}\n\n${USAGE}`);
+  return 2;
+}
+
 async function main(): Promise<number> {
-  const { values } = parseArgs({
-    options: {
-      thread: { type: "string" },
-      messages: { type: "string" },
-      every: { type: "string" },
-      config: { type: "string" },
-      help: { type: "boolean", short: "h" },
-    },
-  });
+  let values;
+  try {
+    values = parseArgs({
+      options: {
+        thread: { type: "string" },
+        messages: { type: "string" },
+        every: { type: "string" },
+        config: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    }).values;
+  } catch (err) {
+    return refuse((err as Error).message);
+  }
   if (values.help) {
     console.log(USAGE);
     return 0;
@@ -53,18 +81,30 @@ async function main(): Promise<number> {
   const count = Number(values.messages ?? 3000);
   const every = Number(values.every ?? 250);
   if (!Number.isInteger(count) || count < 10 || !Number.isInteger(every) || every < 1) {
-    console.error(`demo: --messages must be a whole number ≥ 10 and --every ≥ 1\n\n${USAGE}`);
-    return 2;
+    return refuse("--messages must be a whole number ≥ 10 and --every ≥ 1");
+  }
+  // Refused here, with the rule (SPEC §7), rather than by the first subject built from it.
+  if (values.thread !== undefined) {
+    const check = threadIdSchema.safeParse(values.thread);
+    const rule = check.error?.issues[0]?.message;
+    if (rule !== undefined) {
+      return refuse(`--thread '${values.thread.slice(0, 140)}': ${rule}`);
+    }
   }
   const thread = values.thread ?? `demo-${Date.now().toString(36)}`;
   const config = loadSettings();
   const url = natsUrlOf(config);
+  progress.url = redactUrl(url);
   const nc = await connectNats({
     url,
     name: "outline-demo",
     auth: config.auth,
     startupTimeoutMs: 3_000,
   });
+  void (async () => {
+    for await (const status of nc.status())
+      if (status.type === "disconnect") progress.natsLost = true;
+  })();
   await ensureTopology(nc, config.names, { replicas: config.replicas });
   const js = jetstream(nc);
   const s = subjects(config.names);
@@ -72,7 +112,7 @@ async function main(): Promise<number> {
   const ops = promptBuilderClient(nc, config.names.apiPrefix);
   await requirePromptBuilder(ops, thread);
   console.log(
-    `demo: ${count} messages into thread ${thread} at ${redactUrl(url)}; prompts from the prompt-builder on ${config.names.apiPrefix}.prompt, cuts as the worker's settings make them`,
+    `demo: ${count} messages into thread ${thread} at ${progress.url}; prompts from the prompt-builder on ${config.names.apiPrefix}.prompt, cuts as the worker's settings make them`,
   );
 
   let lastBoundary = 0;
@@ -80,9 +120,11 @@ async function main(): Promise<number> {
   let maxPrompt = 0;
   let conversation = 0;
   let lastSeq = 0;
+  let sent = 0;
   // Waits (bounded) for the worker to apply what was sent, so each report shows the cuts and
   // merges of its stretch of the conversation rather than a worker far behind.
   const caughtUp = async (ms: number) => {
+    progress.doing = `waiting for the worker to apply message ${sent} (asking the prompt-builder for the outline)`;
     const deadline = Date.now() + ms;
     for (;;) {
       const snap = await snapshotOf(ops, thread);
@@ -94,6 +136,7 @@ async function main(): Promise<number> {
   };
   const report = async (sent: number) => {
     await caughtUp(15_000);
+    progress.doing = `asking the prompt-builder for the prompt after message ${sent}`;
     const snap = await snapshotOf(ops, thread);
     const prompt = await ops.prompt({ thread, agent: "agent" });
     const bytes = (prompt.messages as OpenAIMessage[]).reduce(
@@ -117,8 +160,8 @@ async function main(): Promise<number> {
     );
   };
 
-  let sent = 0;
   for (const message of script(thread, count)) {
+    progress.doing = `sending message ${sent + 1} of ${count} to ${s.messageCreated(thread)}`;
     const ack = await js.publish(s.messageCreated(thread), JSON.stringify(message), {
       msgID: message.id,
     });
@@ -140,6 +183,7 @@ async function main(): Promise<number> {
   console.log(
     `prompt stayed at most ${kb(maxPrompt)} while the conversation grew to ${kb(conversation)} (${((100 * maxPrompt) / Math.max(1, conversation)).toFixed(1)}%)`,
   );
+  progress.doing = "asking the prompt-builder for the tools and the zoom path";
   const tools = await ops.tools({ thread });
   console.log(`the agent is offered the tools: ${tools.map((t) => t.function.name).join(", ")}`);
 
@@ -181,7 +225,7 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (err: unknown) => {
-    console.error(`demo: ${(err as Error).message}`);
+    console.error(failure(err));
     process.exit(1);
   },
 );
