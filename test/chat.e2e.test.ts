@@ -189,10 +189,10 @@ describe.skipIf(!hasWorker)(
       await c.waitFor((o) => o.slice(mark).includes("message 0 ("), "stats, outline and zoom");
       const after = c.output().slice(mark);
       expect(after).toMatch(
-        /stats: tail ~\d+ tokens, outline [1-9]\d* bytes, cuts \d+ \(seen by this chat\), merges \d+, model calls 0/,
+        /stats: tail ~\d+ tokens, outline [1-9]\d* bytes, model calls 0, zoom calls 0\n {2}since this chat started: [1-9]\d* cuts? seen, \d+ merges?\n {2}the thread's whole life: [1-9]\d* messages cut, \d+ merges?\n/,
       );
       expect(after).toMatch(
-        /outline: [1-9]\d* lines, \d+ bytes, boundary [1-9]\d* of \d+ messages/,
+        /outline: [1-9]\d* lines, \d+ bytes, boundary [1-9]\d* of (\d+) messages: snapshot at message \1(, the newest|; \d+ newer not in it yet|; messages newer than it)/,
       );
       expect(after).toContain("hello, I am Ana and my order is 4411");
     });

@@ -2,9 +2,11 @@ import { randomUUID } from "node:crypto";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { Message } from "../../shared/events.ts";
 import type { OpenAIMessage } from "../../shared/prompt.ts";
+import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import type { InfraNames } from "../config/names.ts";
 import { subjects } from "../nats/subjects.ts";
 import type { PromptBuilderClient } from "../cli/ask.ts";
+import { ApiError } from "../prompt-builder/api-error.ts";
 import type { PromptReply } from "../prompt-builder/operations.ts";
 import type { Agent } from "./agent.ts";
 import { formatOutline, formatPrompt, formatStats, formatZoom } from "./views.ts";
@@ -27,9 +29,9 @@ export interface ChatOptions {
 
 export const CHAT_HELP = [
   "commands: /prompt  the prompt as the model sees it (first 160 characters of each message), its tools",
-  "          /outline the outline lines with levels and sizes",
+  "          /outline the outline lines with levels and sizes, and how far its snapshot trails",
   "          /zoom id n  open line id+n (n=1: message id whole)",
-  "          /stats   tail tokens, outline bytes, cuts, merges, calls",
+  "          /stats   tail tokens, outline bytes, calls; cuts and merges since this chat started",
   "          /help    this list; Ctrl-D or /quit leaves",
 ].join("\n");
 
@@ -40,6 +42,8 @@ export function createChat(o: ChatOptions) {
   const s = subjects(o.names);
   let cuts = 0;
   let lastBoundary: number | undefined;
+  // The thread when this chat first looked: /stats counts cuts and merges from there.
+  let startMerges: number | undefined;
 
   async function publish(message: Message): Promise<void> {
     await o.js.publish(s.messageCreated(o.thread), JSON.stringify(message), { msgID: message.id });
@@ -65,11 +69,50 @@ export function createChat(o: ChatOptions) {
     }
   }
 
-  async function observeCuts(): Promise<{ boundary: number; lines: number; bytes: number }> {
-    const snap = await o.operations.outline({ thread: o.thread });
+  /** Counts a cut when the boundary moved since the last look. */
+  function track(snap: OutlineSnapshot): OutlineSnapshot {
+    startMerges ??= snap.boundary - snap.lines.length;
     if (lastBoundary !== undefined && snap.boundary > lastBoundary) cuts += 1;
     lastBoundary = snap.boundary;
-    return { boundary: snap.boundary, lines: snap.lines.length, bytes: snap.bytes };
+    return snap;
+  }
+
+  /** The snapshot, cuts counted; undefined while the thread has none (nothing cut or merged). */
+  async function observeCuts(): Promise<OutlineSnapshot | undefined> {
+    try {
+      return track(await o.operations.outline({ thread: o.thread }));
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === "THREAD_NOT_FOUND")) throw err;
+      // A new thread: everything it will have is this chat's.
+      startMerges ??= 0;
+      lastBoundary ??= 0;
+      return undefined;
+    }
+  }
+
+  /**
+   * The snapshot and how many messages are newer than it: the prompt's count of them, read for
+   * the same snapshot (undefined when a newer snapshot kept coming between the two reads).
+   */
+  async function outlineWithLag(): Promise<{
+    snap: OutlineSnapshot;
+    newer?: number | "unwritten";
+  }> {
+    let snap: OutlineSnapshot | undefined;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const [outline, reply] = await Promise.all([
+        o.operations.outline({ thread: o.thread }),
+        prompt().catch(() => undefined),
+      ]);
+      snap = track(outline);
+      if (reply?.stats.snapshotSeq === snap.seq) {
+        return { snap, newer: reply.stats.newerThanSnapshot };
+      }
+      // No snapshot stored: the prompt-builder's outline then counts the stored messages.
+      if (reply?.stats.snapshotSeq === 0 && snap.boundary === 0)
+        return { snap, newer: "unwritten" };
+    }
+    return { snap: snap as OutlineSnapshot };
   }
 
   async function say(text: string): Promise<void> {
@@ -109,9 +152,11 @@ export function createChat(o: ChatOptions) {
         for (const l of formatPrompt(reply, tools)) o.print(l);
         return true;
       }
-      case "/outline":
-        for (const l of formatOutline(await o.operations.outline({ thread: o.thread }))) o.print(l);
+      case "/outline": {
+        const { snap, newer } = await outlineWithLag();
+        for (const l of formatOutline(snap, newer)) o.print(l);
         return true;
+      }
       case "/zoom": {
         const [id, n] = rest;
         if (id === undefined || n === undefined) {
@@ -123,18 +168,19 @@ export function createChat(o: ChatOptions) {
         return true;
       }
       case "/stats": {
-        const [reply, seen] = await Promise.all([prompt(), observeCuts()]);
+        const [reply, snap] = await Promise.all([prompt(), observeCuts()]);
         const calls = o.agent.calls();
-        o.print(
-          formatStats({
-            tailTokens: reply.stats.tailTokens,
-            outlineBytes: reply.stats.outlineBytes,
-            cuts,
-            merges: seen.boundary - seen.lines,
-            modelCalls: calls.model,
-            zoomCalls: calls.zoom,
-          }),
-        );
+        const merges = snap ? snap.boundary - snap.lines.length : 0;
+        const lines = formatStats({
+          tailTokens: reply.stats.tailTokens,
+          outlineBytes: reply.stats.outlineBytes,
+          cuts,
+          merges: merges - (startMerges ?? merges),
+          thread: { cut: snap?.boundary ?? 0, merges },
+          modelCalls: calls.model,
+          zoomCalls: calls.zoom,
+        });
+        for (const l of lines) o.print(l);
         return true;
       }
       case "/help":

@@ -93,6 +93,8 @@ async function main(): Promise<number> {
     print,
   });
 
+  // Where the thread stands now: /stats counts this chat's cuts and merges from here.
+  await chat.observeCuts().catch(() => undefined);
   print(
     `chat in thread ${thread} as ${user}; ${agentName} is ${agent.name} (NATS ${redactUrl(url)}). /help lists commands.`,
   );

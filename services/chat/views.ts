@@ -29,9 +29,31 @@ export function formatPrompt(prompt: PromptReply, tools: readonly ToolDefinition
   return out;
 }
 
-export function formatOutline(snapshot: OutlineSnapshot): string[] {
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/**
+ * `/outline`: the snapshot's lines. The worker publishes it after the messages it folds in, so it
+ * trails the newest: `newer` (the prompt's count of messages stored after it, when known) says
+ * by how much, as prompts include those messages whole; "unwritten" when the worker has written
+ * none yet and the prompt-builder counted the stored messages instead.
+ */
+export function formatOutline(snapshot: OutlineSnapshot, newer?: number | "unwritten"): string[] {
+  const { jobs, cuts } = snapshot.pending;
+  const at = `snapshot at message ${snapshot.count}`;
+  const lag =
+    newer === "unwritten"
+      ? "no snapshot yet (the worker has not written one): the stored messages, all whole in prompts"
+      : newer === undefined
+        ? `${at}; messages newer than it, if any, are not in it yet`
+        : newer === 0
+          ? `${at}, the newest`
+          : `${at}; ${newer} newer not in it yet (the snapshot trails the newest messages; prompts include them whole)`;
+  const pending =
+    jobs > 0 || cuts > 0
+      ? `; pending: ${plural(jobs, "summary", "summaries")}, ${plural(cuts, "cut")}`
+      : "";
   const out = [
-    `outline: ${snapshot.lines.length} lines, ${snapshot.bytes} bytes, boundary ${snapshot.boundary} of ${snapshot.count} messages`,
+    `outline: ${snapshot.lines.length} lines, ${snapshot.bytes} bytes, boundary ${snapshot.boundary} of ${snapshot.count} messages: ${lag}${pending}`,
   ];
   for (const line of snapshot.lines) {
     out.push(
@@ -55,14 +77,21 @@ export function formatZoom(reply: ZoomReply): string[] {
 export interface ChatStats {
   tailTokens: number;
   outlineBytes: number;
-  /** Cuts seen while this chat ran (the boundary moved). */
+  /** Cuts seen since this chat started: times the boundary had moved when it looked. */
   cuts: number;
-  /** Merges that made the current outline: each merge turns two lines into one. */
+  /** Merges since this chat started (each turns two lines into one). */
   merges: number;
+  /** The thread's whole life: messages cut (the boundary), and merges (boundary − lines). */
+  thread: { cut: number; merges: number };
   modelCalls: number;
   zoomCalls: number;
 }
 
-export function formatStats(s: ChatStats): string {
-  return `stats: tail ~${s.tailTokens} tokens, outline ${s.outlineBytes} bytes, cuts ${s.cuts} (seen by this chat), merges ${s.merges}, model calls ${s.modelCalls}, zoom calls ${s.zoomCalls}`;
+/** `/stats`: what this chat saw, then the thread's lifetime counts, each labelled. */
+export function formatStats(s: ChatStats): string[] {
+  return [
+    `stats: tail ~${s.tailTokens} tokens, outline ${s.outlineBytes} bytes, model calls ${s.modelCalls}, zoom calls ${s.zoomCalls}`,
+    `  since this chat started: ${plural(s.cuts, "cut")} seen, ${plural(s.merges, "merge")}`,
+    `  the thread's whole life: ${plural(s.thread.cut, "message")} cut, ${plural(s.thread.merges, "merge")}`,
+  ];
 }
