@@ -1,5 +1,6 @@
 import { execFile, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
@@ -348,6 +349,27 @@ describe("which nats-server the CLI asks", () => {
       expect(typo.code, typo.stderr).toBe(0);
       expect(typo.stderr).toContain("outline: warning: config file");
       expect(typo.stderr).toContain("unknown key HISTORY_TALE is ignored (a typo?)");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("names a .data/nats.url a killed 'npm start' left, and says to start it again", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "outline-cli-stale-"));
+    try {
+      // A port nothing listens on any more, as after `kill -9` of the start that wrote the file.
+      const closed = createServer();
+      await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+      const port = (closed.address() as AddressInfo).port;
+      await new Promise<void>((resolve) => closed.close(() => resolve()));
+      mkdirSync(join(dir, ".data"));
+      const file = join(dir, ".data", "nats.url");
+      writeFileSync(file, `nats://127.0.0.1:${port}\n`);
+      const r = await outlineIn(dir, "send", "demo", "x");
+      expect(r.code).toBe(1);
+      expect(r.stderr).toBe(
+        `outline send: cannot connect to NATS at nats://127.0.0.1:${port} (from ${file}, written by an 'npm start'): connection refused; the 'npm start' that wrote it is not running (killed?): start it again ('npm start' in ${dir}), or set NATS_URL to a server that runs\n`,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

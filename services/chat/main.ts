@@ -10,7 +10,7 @@ import { forwardSearch } from "../prompt-builder/search-forward.ts";
 import { promptBuilderClient, requirePromptBuilder } from "../cli/ask.ts";
 import { echoAgent, openAIAgent } from "./agent.ts";
 import { CHAT_HELP, createChat } from "./chat.ts";
-import { natsUrlOf } from "../config/nats-url.ts";
+import { natsUrlSource } from "../config/nats-url.ts";
 
 const USAGE = `usage: npm run chat -- [--thread T] [--as NAME] [--agent NAME] [--model MODEL]
 
@@ -52,9 +52,10 @@ async function main(): Promise<number> {
     return 2;
   }
   const config = loadSettings();
-  const url = natsUrlOf(config);
+  const { url, from } = natsUrlSource(config);
   const nc = await connectNats({
     url,
+    from,
     name: "outline-chat",
     auth: config.auth,
     startupTimeoutMs: 3_000,

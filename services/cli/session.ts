@@ -7,11 +7,15 @@ import {
 } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { loadSettings, type Config } from "../config/load.ts";
-import { connectNats, redactUrl } from "../nats/connect.ts";
+import { connectNats, NatsConnectError, redactUrl } from "../nats/connect.ts";
 import { ApiError } from "../prompt-builder/api-error.ts";
 import { createOperations, type Operations } from "../prompt-builder/operations.ts";
 import { createReader, type ThreadReader } from "../prompt-builder/reader.ts";
-import { LOCAL_URL_FILE, natsUrlSource, type NatsUrlSource } from "../config/nats-url.ts";
+import {
+  describeNatsUrlSource as sourceOf,
+  natsUrlSource,
+  type NatsUrlSource,
+} from "../config/nats-url.ts";
 import { UsageError } from "./args.ts";
 
 /** What a command talks to: the same settings and NATS_URL as the services. */
@@ -33,14 +37,6 @@ export interface Session {
 /** The server answered but has no CHAT stream: another project's server, or ours never started. */
 export class NotOurServer extends Error {
   override readonly name = "NotOurServer";
-}
-
-/** Where the URL came from, in words. */
-function sourceOf({ from }: NatsUrlSource): string {
-  if (from === "setting") return "set by NATS_URL, in the environment or the config file";
-  if (from === "default")
-    return `the default: NATS_URL is unset, and no .data/${LOCAL_URL_FILE} of a running 'npm start' in this folder or above`;
-  return `from ${from}, written by an 'npm start'`;
 }
 
 /** NotOurServer when `err`, of a stream info of `stream`, says the server has no such stream. */
@@ -80,9 +76,9 @@ export async function withSession<T>(use: (session: Session) => Promise<T>): Pro
   const source = natsUrlSource(config);
   const { url, from } = source;
   // With neither NATS_URL nor a running `npm start` found, a failure may just mean another
-  // server answered on the default port: say which one was asked.
+  // server answered on the default port: say which one was asked (unless the error does).
   const named = (err: unknown): never => {
-    if (from === "default" && !(err instanceof NotOurServer))
+    if (from === "default" && !(err instanceof NotOurServer) && !(err instanceof NatsConnectError))
       process.stderr.write(`outline: asked the nats-server at ${url} (${sourceOf(source)})\n`);
     throw err;
   };
@@ -90,6 +86,7 @@ export async function withSession<T>(use: (session: Session) => Promise<T>): Pro
     url,
     name: "outline-cli",
     auth: config.auth,
+    from,
     // A person is waiting: fail fast with the reason rather than retry for long.
     startupTimeoutMs: 3_000,
   }).catch(named);

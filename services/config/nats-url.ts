@@ -48,6 +48,33 @@ export function natsUrlSource(
   }
 }
 
+/** Where the URL came from, in words (shown after it in brackets). */
+export function describeNatsUrlSource({ from }: Pick<NatsUrlSource, "from">): string {
+  if (from === "setting") return "set by NATS_URL, in the environment or the config file";
+  if (from === "default")
+    return `the default: NATS_URL is unset, and no .data/${LOCAL_URL_FILE} of a running 'npm start' in this folder or above`;
+  return `from ${from}, written by an 'npm start'`;
+}
+
+/** A URL from a `.data/nats.url` (not NATS_URL, not the default). */
+export function isLocalUrlFile(from: string): boolean {
+  return from !== "setting" && from !== "default";
+}
+
+/**
+ * What to do when nothing answers at a URL from `from`. The file is written once its server
+ * listens and removed when it stops: a file nobody answers is what a killed `npm start` leaves.
+ */
+export function unreachableAdvice(from: string): string {
+  if (from === "default")
+    return "run 'npm start' in this folder (it starts a local nats-server), or set NATS_URL to your server";
+  if (isLocalUrlFile(from)) {
+    const folder = dirname(dirname(from));
+    return `the 'npm start' that wrote it is not running (killed?): start it again ('npm start' in ${folder}), or set NATS_URL to a server that runs`;
+  }
+  return "start nats-server with JetStream ('nats-server -js'), fix NATS_URL, or unset it and use 'npm start' to run a local server";
+}
+
 export function natsUrlOf(
   config: { settings: Pick<Config["settings"], "natsUrl"> },
   cwd = process.cwd(),

@@ -10,7 +10,7 @@ import { ensureTopology } from "../nats/topology.ts";
 import { ApiError } from "../prompt-builder/api-error.ts";
 import { promptBuilderClient, requirePromptBuilder, type PromptBuilderClient } from "../cli/ask.ts";
 import { plantedFacts, script } from "./script.ts";
-import { natsUrlOf } from "../config/nats-url.ts";
+import { natsUrlSource } from "../config/nats-url.ts";
 
 const USAGE = `usage: npm run demo -- [--thread T] [--messages N] [--every K]
 
@@ -93,10 +93,11 @@ async function main(): Promise<number> {
   }
   const thread = values.thread ?? `demo-${Date.now().toString(36)}`;
   const config = loadSettings();
-  const url = natsUrlOf(config);
+  const { url, from } = natsUrlSource(config);
   progress.url = redactUrl(url);
   const nc = await connectNats({
     url,
+    from,
     name: "outline-demo",
     auth: config.auth,
     startupTimeoutMs: 3_000,

@@ -7,6 +7,12 @@ import {
   type NodeConnectionOptions,
 } from "@nats-io/transport-node";
 import type { NatsAuth } from "../config/nats-auth.ts";
+import {
+  describeNatsUrlSource,
+  isLocalUrlFile,
+  unreachableAdvice,
+  type NatsUrlSource,
+} from "../config/nats-url.ts";
 
 /** NATS could not be reached or refused us; the message says which variable to check. */
 export class NatsConnectError extends Error {
@@ -20,8 +26,14 @@ export interface ConnectOptions {
   name: string;
   auth?: NatsAuth;
   /**
+   * Where `url` came from (natsUrlSource): errors name it and give the advice that fits it.
+   * Unset: NATS_URL.
+   */
+  from?: NatsUrlSource["from"];
+  /**
    * How long to keep trying the first connection. Compose or `npm start` may start us a moment
-   * before the server listens; after that we give up with a clear error rather than hang.
+   * before the server listens; after that we give up with a clear error rather than hang. A URL
+   * from a `.data/nats.url` gets one attempt: the file is written once its server listens.
    */
   startupTimeoutMs?: number;
 }
@@ -79,8 +91,12 @@ function isAuthFailure(err: unknown): boolean {
  * restart instead of exiting and losing its in-flight work.
  */
 export async function connectNats(options: ConnectOptions): Promise<NatsConnection> {
-  const deadline = Date.now() + (options.startupTimeoutMs ?? 10_000);
-  const shown = redactUrl(options.url);
+  const from = options.from ?? "setting";
+  // A file a killed `npm start` left names a server that will not come back: waiting for it
+  // only delays the advice to start it again.
+  const waitMs = isLocalUrlFile(from) ? 0 : (options.startupTimeoutMs ?? 10_000);
+  const deadline = Date.now() + waitMs;
+  const shown = `${redactUrl(options.url)} (${from === "setting" ? "NATS_URL" : describeNatsUrlSource({ from })})`;
   let lastError: unknown;
   for (;;) {
     try {
@@ -100,7 +116,7 @@ export async function connectNats(options: ConnectOptions): Promise<NatsConnecti
       lastError = err;
       if (isAuthFailure(err)) {
         throw new NatsConnectError(
-          `NATS at ${shown} (NATS_URL) refused ${options.name}'s credentials: ${(err as Error).message}; ${authHint(options.auth)}`,
+          `NATS at ${shown} refused ${options.name}'s credentials: ${(err as Error).message}; ${authHint(options.auth)}`,
           { cause: err },
         );
       }
@@ -110,7 +126,7 @@ export async function connectNats(options: ConnectOptions): Promise<NatsConnecti
   }
   const reason = lastError instanceof Error ? lastError.message : String(lastError);
   throw new NatsConnectError(
-    `cannot connect to NATS at ${shown} (NATS_URL): ${reason}; start nats-server with JetStream ('nats-server -js'), fix NATS_URL, or unset it and use 'npm start' to run a local server`,
+    `cannot connect to NATS at ${shown}: ${reason}; ${unreachableAdvice(from)}`,
     { cause: lastError },
   );
 }

@@ -12,7 +12,7 @@ import { serveNatsApi } from "./nats-api.ts";
 import { createOperations } from "./operations.ts";
 import { createReader } from "./reader.ts";
 import { forwardSearch } from "./search-forward.ts";
-import { natsUrlOf } from "../config/nats-url.ts";
+import { natsUrlSource } from "../config/nats-url.ts";
 import { onSupervisorGone } from "../start/lifeline.ts";
 
 // Wiring only: settings → NATS → reader → operations → HTTP and NATS transports; drain on signal.
@@ -23,8 +23,8 @@ async function main(): Promise<void> {
   for (const warning of config.warnings) log(`prompt-builder: warning: ${warning}`);
   const { host, port } = config.settings;
   const token = apiToken(host, config.values);
-  const url = natsUrlOf(config);
-  const nc = await connectNats({ url, name: "outline-prompt-builder", auth: config.auth });
+  const { url, from } = natsUrlSource(config);
+  const nc = await connectNats({ url, from, name: "outline-prompt-builder", auth: config.auth });
   try {
     await ensureTopology(nc, config.names, { replicas: config.replicas });
   } catch (err) {

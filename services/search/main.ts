@@ -1,5 +1,5 @@
 import { loadSettings } from "../config/load.ts";
-import { natsUrlOf } from "../config/nats-url.ts";
+import { natsUrlSource } from "../config/nats-url.ts";
 import { connectNats, redactUrl } from "../nats/connect.ts";
 import { ensureTopology } from "../nats/topology.ts";
 import { searchSubject } from "./api.ts";
@@ -20,8 +20,8 @@ async function main(): Promise<void> {
       "search: HISTORY_SEARCH is off: agents are not offered the search tool (npm start runs this service only when it is on)",
     );
   }
-  const url = natsUrlOf(config);
-  const nc = await connectNats({ url, name: "outline-search", auth: config.auth });
+  const { url, from } = natsUrlSource(config);
+  const nc = await connectNats({ url, from, name: "outline-search", auth: config.auth });
   try {
     await ensureTopology(nc, config.names, { replicas: config.replicas });
   } catch (err) {
