@@ -24,6 +24,7 @@ import {
   subjects,
 } from "../services/nats/topology.ts";
 import { startSearchService } from "../services/search/service.ts";
+import { freePort, waitForPort } from "../services/start/processes.ts";
 import { toPersisted } from "../services/thread-worker/actor-store.ts";
 import { ensureWorkerBuckets } from "../services/thread-worker/buckets.ts";
 import { deleteThread, initialThreadState } from "../shared/thread.ts";
@@ -409,6 +410,47 @@ describe("a nats-server that is up but not ours", () => {
       );
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("a nats-server without JetStream", () => {
+  it("says so in one line for every command, and how to turn it on", async () => {
+    const port = await freePort();
+    const server = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port)], {
+      stdio: "ignore",
+    });
+    try {
+      expect(await waitForPort("127.0.0.1", port, 10_000)).toBe(true);
+      const url = `nats://127.0.0.1:${port}`;
+      const env: NodeJS.ProcessEnv = { ...process.env, ...namesToEnv(names), NATS_URL: url };
+      const said = `the nats-server at ${url} (set by NATS_URL, in the environment or the config file) has JetStream off: run the server as 'nats-server -js', or add 'jetstream {}' to its config file (with accounts, enable it for the account too); or set NATS_URL to a server with JetStream\n`;
+      for (const args of [
+        ["send", "js-off", "hi"],
+        ["outline", thread],
+        ["zoom", thread, "0", "1"],
+        ["prompt", thread],
+        ["dead"],
+        ["import", "-"],
+      ]) {
+        const r = await new Promise<Run>((resolve) => {
+          const child = execFile(
+            process.execPath,
+            ["services/cli/bin.js", ...args],
+            { env, timeout: 60_000 },
+            (err, stdout, stderr) =>
+              resolve({ code: err ? Number(err.code ?? -1) : 0, stdout, stderr }),
+          );
+          child.stdin?.end(`${JSON.stringify(makeMessage("js-off", 0, "hi"))}\n`);
+        });
+        expect({ args, code: r.code, stderr: r.stderr }).toEqual({
+          args,
+          code: 1,
+          stderr: `outline ${args[0]}: ${said}`,
+        });
+      }
+    } finally {
+      server.kill();
     }
   });
 });

@@ -8,6 +8,7 @@ import {
 import type { NatsConnection } from "@nats-io/transport-node";
 import { loadSettings, type Config } from "../config/load.ts";
 import { connectNats, NatsConnectError, redactUrl } from "../nats/connect.ts";
+import { ENABLE_JETSTREAM, isJetStreamOff } from "../nats/jetstream-off.ts";
 import { ApiError } from "../prompt-builder/api-error.ts";
 import { createOperations, type Operations } from "../prompt-builder/operations.ts";
 import { createReader, type ThreadReader } from "../prompt-builder/reader.ts";
@@ -34,7 +35,10 @@ export interface Session {
   requireChatStream: () => Promise<void>;
 }
 
-/** The server answered but has no CHAT stream: another project's server, or ours never started. */
+/**
+ * The server answered but has no CHAT stream (another project's server, or ours never started),
+ * or no JetStream at all.
+ */
 export class NotOurServer extends Error {
   override readonly name = "NotOurServer";
 }
@@ -45,11 +49,15 @@ function notOurServer(
   stream: string,
   source: NatsUrlSource,
 ): NotOurServer | undefined {
-  // JetStream off answers no stream either: not a server of ours.
-  const missing =
-    (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) ||
-    /jetstream (is )?not enabled/i.test((err as Error).message);
-  if (!missing) return undefined;
+  // Without JetStream there are no streams at all: that, not a missing CHAT, is what to fix.
+  if (isJetStreamOff(err)) {
+    return new NotOurServer(
+      `the nats-server at ${redactUrl(source.url)} (${sourceOf(source)}) has JetStream off: ${ENABLE_JETSTREAM}; or set NATS_URL to a server with JetStream`,
+      { cause: err },
+    );
+  }
+  if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound))
+    return undefined;
   return new NotOurServer(
     `the nats-server at ${redactUrl(source.url)} (${sourceOf(source)}) answered, but has no stream ${stream} (OUTLINE_CHAT_STREAM): is it the right server? 'npm start' creates the streams (or set NATS_URL to the server it uses)`,
     { cause: err },

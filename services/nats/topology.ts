@@ -21,6 +21,7 @@ import {
   TopologyError,
   type StreamNeeds,
 } from "./stream-check.ts";
+import { ENABLE_JETSTREAM } from "./jetstream-off.ts";
 import { purgeBySubjectIsSafe } from "./erase.ts";
 import { subjects } from "./subjects.ts";
 
@@ -254,7 +255,7 @@ export async function ensureTopology(
     jsm = await jetstreamManager(nc, { timeout: TOPOLOGY_TIMEOUT_MS });
   } catch (err) {
     throw new TopologyError(
-      `JetStream is not available on ${nc.getServer()} (NATS_URL): ${(err as Error).message}; start nats-server with JetStream ('nats-server -js') or enable it for this account`,
+      `JetStream is not available on ${nc.getServer()} (NATS_URL): ${(err as Error).message}; ${ENABLE_JETSTREAM}`,
       { cause: err },
     );
   }
