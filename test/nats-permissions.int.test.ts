@@ -11,6 +11,7 @@ import { connectNats, NatsConnectError } from "../services/nats/connect.ts";
 import { ensureTopology, publishDeadLetter, subjects } from "../services/nats/topology.ts";
 import { startNatsServer, type LocalNats } from "../services/start/nats-server.ts";
 import { forwardSearch } from "../services/prompt-builder/search-forward.ts";
+import { clusterView, serveCluster } from "../services/cluster/view.ts";
 import { startSearchService } from "../services/search/service.ts";
 import { openAppliedIds } from "../services/cli/applied-ids.ts";
 import {
@@ -24,6 +25,7 @@ import { eraseSubject, purgeBySubjectIsSafe } from "../services/nats/erase.ts";
 import { lettersAfterDelete } from "../services/thread-worker/eraser.ts";
 import { DEFAULT_SETTINGS } from "../shared/settings.ts";
 import { makeMessage } from "./support/conversation.ts";
+import { startTestApi } from "./support/prompt-builder-api.ts";
 import { publishState, replayWithNodes, storedMessages } from "./support/outline-fixture.ts";
 
 // nats/nats-server.conf is a deliverable: this runs a server with it and checks that each user
@@ -49,6 +51,35 @@ async function as(user: string, password: string): Promise<NatsConnection> {
   });
   open.push(nc);
   return nc;
+}
+
+const passwordOf: Record<string, string> = {
+  "thread-worker": passwords.OUTLINE_WORKER_PASSWORD,
+  "prompt-builder": passwords.OUTLINE_BUILDER_PASSWORD,
+  platform: passwords.OUTLINE_PLATFORM_PASSWORD,
+};
+
+/** The published bin as `user`, `input` on stdin. */
+function outlineAs(
+  user: string,
+  args: string[],
+  input = "",
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      NATS_URL: server.url,
+      NATS_USER: user,
+      NATS_PASSWORD: passwordOf[user],
+    };
+    const child = execFile(
+      process.execPath,
+      ["services/cli/bin.js", ...args],
+      { env, timeout: 60_000 },
+      (err, stdout, stderr) => resolve({ code: err ? Number(err.code ?? -1) : 0, stdout, stderr }),
+    );
+    child.stdin?.end(input);
+  });
 }
 
 async function fails(promise: Promise<unknown>): Promise<boolean> {
@@ -215,24 +246,7 @@ describe("nats/nats-server.conf", () => {
     const file = [0, 1, 2]
       .map((i) => JSON.stringify(makeMessage("imp1", i, `line ${i}`)))
       .join("\n");
-    /** The published bin as the platform user, the file on stdin. */
-    const importAsPlatform = () =>
-      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-        const env: NodeJS.ProcessEnv = {
-          PATH: process.env.PATH,
-          NATS_URL: server.url,
-          NATS_USER: "platform",
-          NATS_PASSWORD: passwords.OUTLINE_PLATFORM_PASSWORD,
-        };
-        const child = execFile(
-          process.execPath,
-          ["services/cli/bin.js", "import", "-"],
-          { env, timeout: 60_000 },
-          (err, stdout, stderr) =>
-            resolve({ code: err ? Number(err.code ?? -1) : 0, stdout, stderr }),
-        );
-        child.stdin?.end(file);
-      });
+    const importAsPlatform = () => outlineAs("platform", ["import", "-"], file);
     const first = await importAsPlatform();
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toContain("3 lines: 3 published, 0 already stored, 0 bad");
@@ -256,6 +270,65 @@ describe("nats/nats-server.conf", () => {
     const builder = await as("prompt-builder", passwords.OUTLINE_BUILDER_PASSWORD);
     expect(await openAppliedIds(builder, names, (r) => reasons.push(r))).toBeUndefined();
     expect(reasons).toEqual([expect.stringContaining("Permissions Violation")]);
+  });
+
+  it("lets the platform zoom and read the cluster through a running prompt-builder, else says why not", async () => {
+    const worker = await as("thread-worker", passwords.OUTLINE_WORKER_PASSWORD);
+    const { js, jsm, kv } = await ensureTopology(worker, names);
+    const platform = await as("platform", passwords.OUTLINE_PLATFORM_PASSWORD);
+    const sent = [0, 1, 2].map((i) => makeMessage("zoom1", i, `zoom line ${i}`));
+    for (const m of sent)
+      await jetstream(platform).publish(s.messageCreated("zoom1"), JSON.stringify(m));
+    const built = replayWithNodes(
+      "zoom1",
+      DEFAULT_SETTINGS,
+      await storedMessages(jsm, names, "zoom1", 3),
+    );
+    await publishState(js, kv, names, built.state, built.nodes);
+
+    // The platform may not read CHAT: with no prompt-builder to ask, it is told so at once.
+    const alone = await outlineAs("platform", ["zoom", "zoom1", "0", "1"]);
+    expect({ code: alone.code, stderr: alone.stderr }).toEqual({
+      code: 1,
+      stderr: `outline zoom: NATS user 'platform' may not read stream CHAT (Permissions Violation for Publish to "$JS.API.DIRECT.GET.CHAT"), and no prompt-builder answers on ${names.apiPrefix}.zoom to ask instead: run it as a user that may; with nats/nats-server.conf: prompt-builder or thread-worker; platform through a running prompt-builder (docs/infrastructure.md, "Which user runs which command")\n`,
+    });
+
+    const builder = await as("prompt-builder", passwords.OUTLINE_BUILDER_PASSWORD);
+    const api = await startTestApi(builder, names);
+    const cluster = serveCluster(builder, names, clusterView(builder, names), () => {});
+    try {
+      const zoom = await outlineAs("platform", ["zoom", "zoom1", "0", "1"]);
+      expect(zoom.code, zoom.stderr).toBe(0);
+      expect(zoom.stdout).toContain(sent[0]?.text);
+      // The outline bucket it may read itself; the cluster bucket it asks for.
+      const outline = await outlineAs("platform", ["outline", "zoom1"]);
+      expect(outline.code, outline.stderr).toBe(0);
+      expect(outline.stdout).toContain("thread zoom1: 3 messages");
+      const members = await outlineAs("platform", ["cluster"]);
+      expect(members.code, members.stderr).toBe(0);
+      expect(members.stdout).toContain("single mode");
+    } finally {
+      await cluster.drain();
+      await api.close();
+    }
+  });
+
+  it("lets the thread-worker run `outline dead`, and tells the platform it may not", async () => {
+    const worker = await as("thread-worker", passwords.OUTLINE_WORKER_PASSWORD);
+    const { js } = await ensureTopology(worker, names);
+    await publishDeadLetter(js, names, {
+      reason: "a reason to list",
+      subject: s.messageCreated("dead1"),
+      data: new TextEncoder().encode("not json"),
+    });
+    const platform = await outlineAs("platform", ["dead", "--thread", "dead1"]);
+    expect({ code: platform.code, stderr: platform.stderr }).toEqual({
+      code: 1,
+      stderr: `outline dead: NATS user 'platform' may not read stream DEAD (Permissions Violation for Publish to "$JS.API.STREAM.INFO.DEAD"): run it as a user that may; with nats/nats-server.conf: thread-worker (docs/infrastructure.md, "Which user runs which command")\n`,
+    });
+    const listed = await outlineAs("thread-worker", ["dead", "--thread", "dead1"]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain("reason:   a reason to list");
   });
 
   it("refuses a wrong password with an error naming the credentials", async () => {

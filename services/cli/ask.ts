@@ -5,6 +5,9 @@ import type { Operations, PromptReply, ZoomReply } from "../prompt-builder/opera
 import type { RawRequest } from "../prompt-builder/requests.ts";
 import type { ToolDefinition } from "../prompt-builder/tools.ts";
 
+/** What the prompt-builder answers over NATS (nats-api.ts, and `cluster` in cluster/view.ts). */
+export type ApiOp = "prompt" | "zoom" | "outline" | "tools" | "cluster";
+
 /**
  * Asks the running prompt-builder (`<apiPrefix>.<op>`, services/prompt-builder/nats-api.ts) and
  * returns its reply as JSON bytes. The answer is the one an agent gets: built with the service's
@@ -14,7 +17,7 @@ import type { ToolDefinition } from "../prompt-builder/tools.ts";
 export async function askPromptBuilder(
   nc: NatsConnection,
   apiPrefix: string,
-  op: "prompt" | "zoom" | "outline" | "tools",
+  op: ApiOp,
   raw: RawRequest,
   timeoutMs = 10_000,
 ): Promise<Uint8Array> {

@@ -2,7 +2,7 @@ import { parse } from "./args.ts";
 import type { Command } from "./command.ts";
 import { withSession } from "./session.ts";
 import { failoverMsOf } from "../cluster/membership.ts";
-import { clusterTable, clusterView } from "../cluster/view.ts";
+import { clusterTable, clusterView, type ClusterAnswer } from "../cluster/view.ts";
 
 const USAGE = `usage: outline cluster [--json]
 
@@ -17,8 +17,15 @@ export const cluster: Command = {
   async run(argv, out) {
     const args = parse(argv, { json: { type: "boolean" } }, 0);
     if (args.help) return out.help(USAGE);
-    return withSession(async ({ nc, config }) => {
-      const answer = await clusterView(nc, config.names, failoverMsOf(config.values))();
+    return withSession(async ({ nc, config, orAsk }) => {
+      const view = clusterView(nc, config.names, failoverMsOf(config.values), { strict: true });
+      // A user that may not read the bucket (the platform user) asks a prompt-builder instead.
+      const answer = await orAsk<ClusterAnswer | { error: { message: string } }>(
+        view,
+        "cluster",
+        {},
+      );
+      if ("error" in answer) throw new Error(answer.error.message);
       if (args.values.json === true) out.line(JSON.stringify(answer, null, 2));
       else for (const line of clusterTable(answer)) out.line(line);
       return 0;

@@ -1,6 +1,8 @@
 import {
   DeliverPolicy,
   jetstream,
+  JetStreamApiCodes,
+  JetStreamApiError,
   jetstreamManager,
   type ConsumerConfig,
   type JetStreamManager,
@@ -188,8 +190,12 @@ export const dead: Command = {
       const s = subjects(config.names);
       const jsm = await jetstreamManager(nc);
       const info = await jsm.streams.info(stream).catch((err: unknown) => {
+        // Only a stream that is not there is said so; a refusal (a user that may not read it)
+        // is said as such by withSession.
+        if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound))
+          throw err;
         throw new Error(
-          `stream ${stream} is not there (${(err as Error).message}); the worker creates it ('npm start'), or set NATS_URL to the server it uses`,
+          `stream ${stream} is not there (${err.message}); the worker creates it ('npm start'), or set NATS_URL to the server it uses`,
         );
       });
       // With --limit, the newest `limit` that match are kept while the rest stream past.

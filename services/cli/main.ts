@@ -3,6 +3,7 @@ import { ApiError } from "../prompt-builder/api-error.ts";
 import { UsageError } from "./args.ts";
 import type { Output } from "./command.ts";
 import { COMMANDS } from "./commands.ts";
+import { PermissionDenied } from "./permissions.ts";
 
 // Exit codes: 0 done, 1 the command failed (not found, NATS down, …), 2 the command line was wrong.
 const FAILED = 1;
@@ -63,6 +64,12 @@ async function main(argv: readonly string[]): Promise<number> {
     if (err instanceof ApiError) {
       process.stderr.write(`outline ${command.name}: ${err.message} [${err.code}]\n`);
       return err.status === 400 ? USAGE_ERROR : FAILED;
+    }
+    if (err instanceof PermissionDenied) {
+      process.stderr.write(
+        `outline ${command.name}: ${err.message}: run it as a user that may; with nats/nats-server.conf: ${entry.users} (docs/infrastructure.md, "Which user runs which command")\n`,
+      );
+      return FAILED;
     }
     if (err instanceof SettingsError) {
       process.stderr.write(`outline: ${err.message}\n`);

@@ -17,7 +17,10 @@ import {
   natsUrlSource,
   type NatsUrlSource,
 } from "../config/nats-url.ts";
+import type { RawRequest } from "../prompt-builder/requests.ts";
 import { UsageError } from "./args.ts";
+import { askPromptBuilder, type ApiOp } from "./ask.ts";
+import { mentionsRefusal, PermissionDenied, watchRefusals, type Refusals } from "./permissions.ts";
 
 /** What a command talks to: the same settings and NATS_URL as the services. */
 export interface Session {
@@ -27,10 +30,17 @@ export interface Session {
   reader: ThreadReader;
   /**
    * Zoom and outline read the streams and the bucket directly: no setting enters them, so they
-   * answer as the prompt-builder would, and work while none runs. A prompt depends on the
-   * service's settings (HISTORY_SEARCH, the tail's cap): `outline prompt` asks the service.
+   * answer as the prompt-builder would, and work while none runs. A user the server refuses
+   * those reads (the platform user) gets the running prompt-builder's answer instead. A prompt
+   * depends on the service's settings (HISTORY_SEARCH, the tail's cap): `outline prompt` asks
+   * the service.
    */
   operations: Pick<Operations, "zoom" | "outline">;
+  /**
+   * `read`, or when the server refuses this user a read it makes, the running prompt-builder's
+   * answer to `raw` on `<apiPrefix>.<op>`; a PermissionDenied when none runs to ask.
+   */
+  orAsk: <T>(read: () => Promise<T>, op: ApiOp, raw: RawRequest) => Promise<T>;
   /** Throws NotOurServer when the server has no CHAT stream (import checks before reading). */
   requireChatStream: () => Promise<void>;
 }
@@ -77,6 +87,37 @@ async function streamInfo(
   }
 }
 
+/**
+ * `read` as this user; when the server refuses it a read (the platform user of
+ * nats/nats-server.conf may not read CHAT, HISTORY or the cluster bucket), the running
+ * prompt-builder's answer on `<apiPrefix>.<op>` instead: the same JSON, read with its rights.
+ */
+function orAskWith(nc: NatsConnection, config: Config, refusals: Refusals): Session["orAsk"] {
+  return async function orAsk<T>(read: () => Promise<T>, op: ApiOp, raw: RawRequest): Promise<T> {
+    const mark = refusals.count;
+    try {
+      return await read();
+    } catch (err) {
+      const refusal = mentionsRefusal(err) ? await refusals.since(mark) : undefined;
+      if (!refusal) throw err;
+      const subject = `${config.names.apiPrefix}.${op}`;
+      const body = await askPromptBuilder(nc, config.names.apiPrefix, op, raw).catch(
+        (e: unknown) => {
+          if (e instanceof ApiError && e.code === "PROMPT_BUILDER_UNAVAILABLE") {
+            throw new PermissionDenied(
+              refusal,
+              config.auth,
+              `, and no prompt-builder answers on ${subject} to ask instead`,
+            );
+          }
+          throw e;
+        },
+      );
+      return JSON.parse(new TextDecoder().decode(body)) as T;
+    }
+  };
+}
+
 /** Connects for one command and closes afterwards, whatever the command did. */
 export async function withSession<T>(use: (session: Session) => Promise<T>): Promise<T> {
   const config = loadSettings();
@@ -105,6 +146,7 @@ export async function withSession<T>(use: (session: Session) => Promise<T>): Pro
     const wrong =
       err instanceof UsageError ||
       err instanceof NotOurServer ||
+      err instanceof PermissionDenied ||
       (err instanceof ApiError && err.status === 400)
         ? undefined
         : await streamInfo(nc, stream, source).then(
@@ -113,16 +155,32 @@ export async function withSession<T>(use: (session: Session) => Promise<T>): Pro
           );
     throw wrong ?? err;
   };
+  const refusals = watchRefusals(nc);
+  // A command the server refused for this user says so, not how its read failed after.
+  const refused = async (err: unknown): Promise<never> => {
+    if (!(err instanceof PermissionDenied) && mentionsRefusal(err)) {
+      const refusal = await refusals.behind(err);
+      if (refusal) throw new PermissionDenied(refusal, config.auth);
+    }
+    throw err;
+  };
   try {
     const reader = createReader(nc, config.names);
+    const operations = createOperations(reader);
+    const orAsk = orAskWith(nc, config, refusals);
     return await use({
       config,
       nc,
       js: jetstream(nc),
       reader,
-      operations: createOperations(reader),
+      operations: {
+        zoom: (raw) => orAsk(() => operations.zoom(raw), "zoom", raw),
+        outline: (raw) => orAsk(() => operations.outline(raw), "outline", raw),
+      },
+      orAsk,
       requireChatStream: () => streamInfo(nc, stream, source),
     })
+      .catch(refused)
       .catch(notOurs)
       .catch(named);
   } finally {

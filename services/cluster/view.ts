@@ -1,4 +1,10 @@
-import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import {
+  jetstream,
+  jetstreamManager,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import type { InfraNames } from "../config/names.ts";
@@ -21,12 +27,15 @@ export const clusterSubject = (names: Pick<InfraNames, "apiPrefix">): string =>
 
 /**
  * Reads who owns what from the cluster bucket, opened on first use (the workers create it).
- * Without the bucket the instances run in single mode: one worker owns every thread.
+ * Without the bucket the instances run in single mode: one worker owns every thread. `strict`:
+ * only a bucket that is not there means that; one that cannot be read (a NATS user that may not)
+ * throws, rather than answer "single" for a cluster it did not see.
  */
 export function clusterView(
   nc: NatsConnection,
   names: InfraNames,
   failoverMs = DEFAULT_FAILOVER_MS,
+  { strict = false }: { strict?: boolean } = {},
 ): () => Promise<ClusterAnswer> {
   let bucket: KV | undefined;
   let jsm: JetStreamManager | undefined;
@@ -36,8 +45,11 @@ export function clusterView(
         bucket = await new Kvm(jetstream(nc)).open(clusterBucket(names), { bindOnly: true });
         await bucket.status();
         jsm = await jetstreamManager(nc);
-      } catch {
+      } catch (err) {
         bucket = undefined;
+        const missing =
+          err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
+        if (strict && !missing) throw err;
         return { mode: "single", members: [], partitions: 0, leases: {} };
       }
     }

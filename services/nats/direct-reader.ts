@@ -1,4 +1,4 @@
-import type { Msg, MsgHdrs } from "@nats-io/transport-node";
+import { PermissionViolationError, type Msg, type MsgHdrs } from "@nats-io/transport-node";
 import type { InboxRequests } from "./inbox-requests.ts";
 
 /** A message read by a direct get: where it is stored, its bytes and its headers. */
@@ -40,9 +40,11 @@ export class DirectReader {
         readDirect,
       );
     } catch (err) {
-      // No stream of that name (or one not allowing direct gets) answers nothing at all.
+      // No stream of that name (or one not allowing direct gets) answers nothing at all; a
+      // permission the user lacks is refused at once, and is what to fix.
+      const refused = (err as Error).cause instanceof PermissionViolationError;
       throw new Error(
-        `direct get of ${describe(query)} from stream ${stream} failed: ${(err as Error).message}; check that the stream exists and allows direct gets`,
+        `direct get of ${describe(query)} from stream ${stream} failed: ${(err as Error).message}; ${refused ? `the NATS user may not read stream ${stream}` : "check that the stream exists and allows direct gets"}`,
         { cause: err },
       );
     }

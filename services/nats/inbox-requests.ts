@@ -1,8 +1,10 @@
 import {
   createInbox,
+  PermissionViolationError,
   type Msg,
   type MsgHdrs,
   type NatsConnection,
+  type Status,
   type Subscription,
 } from "@nats-io/transport-node";
 
@@ -34,6 +36,7 @@ export class InboxRequests {
   readonly #waiting = new Map<string, Waiter>();
   readonly #sweeper: NodeJS.Timeout;
   readonly #timeoutMs: number;
+  readonly #status: AsyncIterable<Status> & { stop?: () => void };
   #next = 0;
   #closed = false;
 
@@ -48,6 +51,16 @@ export class InboxRequests {
     });
     this.#sweeper = setInterval(() => this.#expire(Date.now()), 250);
     this.#sweeper.unref();
+    // The server refuses a publish it does not permit with an error on the connection, not an
+    // answer: without this the request would wait out its timeout as if JetStream were slow.
+    const status = nc.status();
+    this.#status = status;
+    void (async () => {
+      for await (const s of status) {
+        if (s.type === "error" && s.error instanceof PermissionViolationError)
+          this.#refused(s.error);
+      }
+    })();
   }
 
   /**
@@ -99,6 +112,19 @@ export class InboxRequests {
     }
   }
 
+  #refused(err: PermissionViolationError): void {
+    if (err.operation !== "publish") return;
+    for (const [token, waiter] of this.#waiting) {
+      if (waiter.subject !== err.subject) continue;
+      this.#waiting.delete(token);
+      waiter.reject(
+        new Error(`the server refused ${waiter.what} ${waiter.subject}: ${err.message}`, {
+          cause: err,
+        }),
+      );
+    }
+  }
+
   #expire(now: number, closing = false): void {
     for (const [token, waiter] of this.#waiting) {
       if (waiter.deadline > now) continue;
@@ -120,5 +146,6 @@ export class InboxRequests {
     clearInterval(this.#sweeper);
     this.#expire(Number.POSITIVE_INFINITY, true);
     this.#sub.unsubscribe();
+    this.#status.stop?.();
   }
 }
