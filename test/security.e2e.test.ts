@@ -22,7 +22,9 @@ import {
   waitSettled,
   type Harness,
 } from "./support/thread-worker.ts";
-import type { WorkerProcess } from "./support/worker-process.ts";
+import { START_DEADLINE_MS } from "./support/service-process.ts";
+import { workerEnv, type WorkerProcess } from "./support/worker-process.ts";
+import { freePort } from "../services/start/processes.ts";
 
 // The services as deployed with nats/nats-server.conf: each connects as its own user with only
 // its subjects, and does its whole job (topology, consume, summaries, snapshots, metrics, prompts)
@@ -145,5 +147,27 @@ describe("services under nats/nats-server.conf, each with its own user", () => {
   it("settles the same as the pure core would", async () => {
     await waitSettled(reader, ["sec"]);
     await expectMatchesCleanRun(reader, ["sec"], SMALL);
+  });
+
+  // Last: the refusal goes into the server's log the first test reads.
+  it("stops a prompt-builder whose user may not subscribe to its API, in one line", async () => {
+    // As `npm start` with the worker's credentials for both services would start it.
+    const wrong = new BuilderProcess(
+      workerEnv(nats.url, DEFAULT_NAMES, SMALL, {
+        NATS_USER: "thread-worker",
+        NATS_PASSWORD: passwords.OUTLINE_WORKER_PASSWORD,
+      }),
+      await freePort("127.0.0.1"),
+    );
+    processes.push(wrong);
+    const served = await wrong.started("prompt-builder", ["HTTP on"], START_DEADLINE_MS).then(
+      () => true,
+      () => false,
+    );
+    expect(served, wrong.output).toBe(false);
+    expect((await wrong.exited).code).toBe(1);
+    expect(wrong.output).toBe(
+      `prompt-builder: NATS user 'thread-worker' may not subscribe to outline.api.prompt (Permissions Violation for Subscription to "outline.api.prompt" using queue "outline-prompt-builder"): the prompt-builder answers requests on outline.api.>: give that user subscribe on outline.api.> (as user prompt-builder has in nats/nats-server.conf), or start the prompt-builder as a user that has it (docs/infrastructure.md, "One user for both services")\n`,
+    );
   });
 });

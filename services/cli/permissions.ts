@@ -4,6 +4,7 @@ import {
   type Status,
 } from "@nats-io/transport-node";
 import type { NatsAuth } from "../config/nats-auth.ts";
+import { actionOn, userOf } from "../nats/refusals.ts";
 
 /**
  * The server refused something a command needs for the NATS user it runs as. Its message says
@@ -18,36 +19,6 @@ export class PermissionDenied extends Error {
     });
     this.subject = refusal.subject;
   }
-}
-
-/** The user a command connects as, in words. */
-export function userOf(auth: NatsAuth): string {
-  switch (auth.kind) {
-    case "user":
-      return `NATS user '${auth.user}'`;
-    case "token":
-      return "the NATS user of NATS_TOKEN";
-    case "creds":
-      return `the NATS user of ${auth.file} (NATS_CREDS)`;
-    case "none":
-      return "the NATS user of this connection (NATS_USER unset: the server's default)";
-  }
-}
-
-// JetStream's API names the stream after the verb: reads and changes of a stream.
-const READS =
-  /^\$JS\.API\.(?:STREAM\.INFO|STREAM\.MSG\.GET|DIRECT\.GET|CONSUMER\.(?:CREATE|DURABLE\.CREATE|INFO|MSG\.NEXT|DELETE))\.([^.]+)/;
-const CHANGES = /^\$JS\.API\.STREAM\.(?:CREATE|UPDATE|PURGE|DELETE|MSG\.DELETE)\.([^.]+)/;
-
-/** What a refused subject means: "read stream DEAD", "publish to chat.t.message.created". */
-export function actionOn(refusal: Pick<PermissionViolationError, "operation" | "subject">): string {
-  const { operation, subject } = refusal;
-  if (operation === "subscription") return `subscribe to ${subject}`;
-  const read = READS.exec(subject);
-  if (read) return `read stream ${read[1]}`;
-  const change = CHANGES.exec(subject);
-  if (change) return `change stream ${change[1]}`;
-  return `publish to ${subject}`;
 }
 
 /** The messages of `err` and of the errors it was made from. */

@@ -6,7 +6,7 @@ import {
   type JetStreamManager,
 } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
-import { headers, type NatsConnection } from "@nats-io/transport-node";
+import { headers, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import type { InfraNames } from "../config/names.ts";
 import { clusterBucket, readCluster, type MemberInfo } from "./bucket.ts";
 import { DEFAULT_FAILOVER_MS } from "./membership.ts";
@@ -74,7 +74,7 @@ export function serveCluster(
   names: InfraNames,
   view: () => Promise<ClusterAnswer>,
   log: (line: string) => void,
-): { drain(): Promise<void> } {
+): { subscription: Subscription; drain(): Promise<void> } {
   const sub = nc.subscribe(clusterSubject(names), {
     queue: "outline-prompt-builder",
     callback: (err, msg) => {
@@ -93,7 +93,7 @@ export function serveCluster(
       );
     },
   });
-  return { drain: () => sub.drain() };
+  return { subscription: sub, drain: async () => (sub.isClosed() ? undefined : sub.drain()) };
 }
 
 /** The answer as `outline cluster` prints it: one row per member. */

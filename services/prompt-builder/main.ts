@@ -2,6 +2,7 @@ import { clusterView, serveCluster } from "../cluster/view.ts";
 import { failoverMsOf } from "../cluster/membership.ts";
 import { loadSettings } from "../config/load.ts";
 import { connectNats, redactUrl } from "../nats/connect.ts";
+import { confirmSubscriptions, watchSubscriptions } from "../nats/refusals.ts";
 import { ensureTopology } from "../nats/topology.ts";
 import { apiToken } from "./access.ts";
 import { createExplorer } from "./explorer/explorer.ts";
@@ -60,6 +61,15 @@ async function main(): Promise<void> {
   });
   const cluster = clusterView(nc, config.names, failoverMsOf(config.values));
   const clusterApi = serveCluster(nc, config.names, cluster, log);
+  // A refused subscription leaves the API unanswered while HTTP looks healthy: stop at start.
+  const prefix = config.names.apiPrefix;
+  const apiSubscriptions = [...natsApi.subscriptions, clusterApi.subscription];
+  const refusedFix = `the prompt-builder answers requests on ${prefix}.>: give that user subscribe on ${prefix}.> (as user prompt-builder has in nats/nats-server.conf), or start the prompt-builder as a user that has it (docs/infrastructure.md, "One user for both services")`;
+  await confirmSubscriptions(nc, apiSubscriptions, config.auth, refusedFix);
+  watchSubscriptions(apiSubscriptions, config.auth, refusedFix, (err) => {
+    log(`prompt-builder: ${err.message}`);
+    process.exit(1);
+  });
   const server = createHttpServer({
     operations,
     metrics,

@@ -1,4 +1,10 @@
-import { headers, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import {
+  headers,
+  PermissionViolationError,
+  type Msg,
+  type NatsConnection,
+  type Subscription,
+} from "@nats-io/transport-node";
 import { ApiError, errorBody } from "./api-error.ts";
 import type { ApiMetrics } from "./metrics.ts";
 import type { Operations } from "./operations.ts";
@@ -14,6 +20,8 @@ const MAX_REQUEST = 64 * 1024;
 export const QUEUE_GROUP = "outline-prompt-builder";
 
 export interface NatsApi {
+  /** One per operation: main.ts checks the server took them (confirmSubscriptions). */
+  subscriptions: readonly Subscription[];
   /** Stops taking requests and finishes those in flight. */
   drain(): Promise<void>;
 }
@@ -97,7 +105,9 @@ export function serveNatsApi(
         // Each request is answered on its own; a slow one must not hold up the next.
         callback: (err, msg) => {
           if (err) {
-            log(`prompt-builder: subscription ${apiPrefix}.${op} failed: ${err.message}`);
+            // A refusal closes it, and is said once by main.ts (confirm/watchSubscriptions).
+            if (!(err instanceof PermissionViolationError))
+              log(`prompt-builder: subscription ${apiPrefix}.${op} failed: ${err.message}`);
             return;
           }
           const done = answer(op, msg).finally(() => inflight.delete(done));
@@ -108,8 +118,10 @@ export function serveNatsApi(
   }
 
   return {
+    subscriptions: subs,
     async drain() {
-      await Promise.all(subs.map((s) => s.drain()));
+      // One the server refused is closed already: draining it would throw.
+      await Promise.all(subs.filter((s) => !s.isClosed()).map((s) => s.drain()));
       await Promise.allSettled([...inflight]);
     },
   };
