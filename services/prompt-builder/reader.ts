@@ -6,7 +6,7 @@ import {
   type JetStreamManager,
 } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { messageCreatedSchema, type Message } from "../../shared/events.ts";
+import type { Message } from "../../shared/events.ts";
 import { summaryEventSchema, type SummaryEvent } from "../../shared/history.ts";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import type { InfraNames } from "../config/names.ts";
@@ -15,6 +15,7 @@ import { InboxRequests } from "../nats/inbox-requests.ts";
 import { addConsumerOnLeader } from "../nats/leader-consumer.ts";
 import { KV_OPERATION } from "../nats/kv-leader-reader.ts";
 import { subjects, type Subjects } from "../nats/subjects.ts";
+import { decodeChatBody } from "../thread-worker/decode.ts";
 import { ApiError } from "./api-error.ts";
 import { ByteLru } from "./lru.ts";
 import { MessageCache } from "./message-cache.ts";
@@ -140,24 +141,21 @@ function storeError(what: string, err: unknown): ApiError {
   );
 }
 
+/**
+ * The message stored at `seq` as the thread worker applies it, or undefined for what it refuses:
+ * decoded by the worker's own decode (strict UTF-8, the contract, the subject's thread), so a
+ * body it dead-letters is never served as a message of the thread, nor given a position.
+ */
 function storedMessageOf(
   subject: string,
   seq: number,
-  json: () => unknown,
+  data: Uint8Array,
   thread: string,
   forms: readonly string[],
 ): StoredMessage | undefined {
   if (subject !== forms[0] && !forms.includes(subject)) return undefined;
-  let body: unknown;
-  try {
-    body = json();
-  } catch {
-    return undefined;
-  }
-  // The worker dead-letters what does not validate, so it is no part of the thread.
-  const parsed = messageCreatedSchema.safeParse(body);
-  if (!parsed.success || parsed.data.thread !== thread) return undefined;
-  return { message: parsed.data, seq };
+  const event = decodeChatBody(thread, "message.created", subject, data);
+  return event.kind === "message" ? { message: event.message, seq } : undefined;
 }
 
 const decoder = new TextDecoder();
@@ -212,14 +210,13 @@ export function createReader(
   function parseAndKeep(
     stored: string,
     seq: number,
-    size: number,
-    json: () => unknown,
+    data: Uint8Array,
     thread: string,
   ): StoredMessage | undefined {
     const forms = s.stored(thread, "message.created");
-    const parsed = storedMessageOf(stored, seq, json, thread, forms);
+    const parsed = storedMessageOf(stored, seq, data, thread, forms);
     // Kept under the published form whichever form it was stored under.
-    if (parsed) cache.set(seq, s.messageCreated(thread), parsed.message.id, parsed, size);
+    if (parsed) cache.set(seq, s.messageCreated(thread), parsed.message.id, parsed, data.length);
     return parsed;
   }
 
@@ -312,15 +309,7 @@ export function createReader(
       direct(names.chatStream, { seq: proof.seq }, `message seq ${proof.seq} of '${thread}'`),
     ]);
     if (next) return snapshotOf(thread, valueOf(next));
-    const stored =
-      covered &&
-      parseAndKeep(
-        covered.subject,
-        covered.seq,
-        covered.data.length,
-        () => jsonOf(covered.data),
-        thread,
-      );
+    const stored = covered && parseAndKeep(covered.subject, covered.seq, covered.data, thread);
     // Gone (erased, or aged out): whether the key still holds the revision is read in full.
     if (stored?.message.id !== proof.id) return storedSnapshot(thread);
     return "unchanged";
@@ -356,7 +345,7 @@ export function createReader(
       if (hit) return hit;
       const sm = await direct(names.chatStream, { seq }, `message seq ${seq} of '${thread}'`);
       if (!sm) return undefined;
-      return parseAndKeep(sm.subject, sm.seq, sm.data.length, () => jsonOf(sm.data), thread);
+      return parseAndKeep(sm.subject, sm.seq, sm.data, thread);
     },
 
     readAhead(thread, afterSeq) {
@@ -374,7 +363,7 @@ export function createReader(
       // Every stored message of the thread past afterSeq counts against max, valid or not.
       let read = 0;
       let next = afterSeq + 1;
-      const take = (stored: string, seq: number, size: number, json: () => unknown): void => {
+      const take = (stored: string, seq: number, data: Uint8Array): void => {
         read += 1;
         if (read > max) {
           throw new ApiError(
@@ -383,7 +372,7 @@ export function createReader(
             `thread '${thread}' has more than ${max} messages newer than its snapshot: the thread worker is behind or not running; start it or wait for it to catch up, then retry`,
           );
         }
-        const parsed = parseAndKeep(stored, seq, size, json, thread);
+        const parsed = parseAndKeep(stored, seq, data, thread);
         if (parsed) out.push(parsed);
         next = seq + 1;
       };
@@ -419,7 +408,7 @@ export function createReader(
           break;
         }
         chain.push(sm.seq);
-        take(sm.subject, sm.seq, sm.data.length, () => jsonOf(sm.data));
+        take(sm.subject, sm.seq, sm.data);
       }
       if (chain.length > 0) hints.set(thread, chain, 8 * chain.length + 2 * thread.length + 64);
       if (next > untilSeq) {
@@ -429,7 +418,7 @@ export function createReader(
 
       // More than that: one consumer per stored form for the rest, from where the
       // direct gets stopped (nats-server 2.9 takes one filter per consumer), merged by sequence.
-      const rest: { subject: string; seq: number; size: number; json: () => unknown }[] = [];
+      const rest: { subject: string; seq: number; data: Uint8Array }[] = [];
       for (const subject of forms) {
         let placed: ConsumerInfo;
         try {
@@ -466,12 +455,7 @@ export function createReader(
                 from = m.seq;
                 break;
               }
-              rest.push({
-                subject: m.subject,
-                seq: m.seq,
-                size: m.data.length,
-                json: () => m.json(),
-              });
+              rest.push({ subject: m.subject, seq: m.seq, data: m.data });
               kept += 1;
               from = m.seq + 1;
               // The last of this form (the other form holds the rest): no wait for more.
@@ -491,7 +475,7 @@ export function createReader(
         }
       }
       if (forms.length > 1) rest.sort((a, b) => a.seq - b.seq);
-      for (const m of rest) take(m.subject, m.seq, m.size, m.json);
+      for (const m of rest) take(m.subject, m.seq, m.data);
       options.onNewerRead?.("consumer", read);
       return out;
     },
