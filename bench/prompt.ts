@@ -18,7 +18,7 @@
 // requests to the server that keeps nothing (every request reads and builds the whole prompt).
 import { Agent, createServer } from "node:http";
 import { performance } from "node:perf_hooks";
-import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { Message } from "../shared/events.ts";
 import { answerAll } from "../shared/replay.ts";
@@ -32,6 +32,8 @@ import { createHttpServer, listen } from "../services/prompt-builder/http.ts";
 import { createMetrics } from "../services/prompt-builder/metrics.ts";
 import { createOperations } from "../services/prompt-builder/operations.ts";
 import { createReader } from "../services/prompt-builder/reader.ts";
+import { ensureWorkerBuckets } from "../services/thread-worker/buckets.ts";
+import { claimMessageId } from "../services/thread-worker/id-index.ts";
 import { benchMessage, publishAll, type Outgoing } from "./support/load.ts";
 import { profiled } from "./support/profile.ts";
 import { startBenchServer } from "./support/server.ts";
@@ -119,6 +121,8 @@ export async function run(): Promise<Record<string, number>> {
     const s = subjects(server.names);
     // Direct gets, the fastest read the bucket allows: the baseline the prompt is held to.
     const kv = await new Kvm(js).open(server.names.kvBucket, { allow_direct: true });
+    // The worker's id index, as a worker creates it: a turn asks it about its new message.
+    const { ids } = await ensureWorkerBuckets(js, await jetstreamManager(nc), server.names);
     const threads: BenchThread[] = [];
     for (let t = 0; t < THREADS; t++) threads.push(await storeThread(js, kv, s, `full${t}`));
     const first = threads[0] as BenchThread;
@@ -201,6 +205,8 @@ export async function run(): Promise<Record<string, number>> {
             msgID: message.id,
           });
           thread.pending.push({ message, seq });
+          // Claimed as the worker claims an id on arrival (untimed, as the publish).
+          await claimMessageId(ids, thread.name, message.id, seq);
           const path = pathOf(thread.name, who);
           const cpu = process.cpuUsage();
           const started = performance.now();

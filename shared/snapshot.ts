@@ -22,7 +22,10 @@ export interface OutlineSnapshot {
   cutAt: string | null;
   complete: boolean;
   bytes: number;
-  /** Stream sequence of the newest event it reflects. */
+  /**
+   * Stream sequence of the newest event it reflects: applied, or passed over (a dead letter, a
+   * duplicate id). A reader serves only what is stored after it as newer than the snapshot.
+   */
   seq: number;
   lines: SnapshotLine[];
   /** Ids of the messages still whole, oldest first. */
@@ -38,12 +41,21 @@ export interface OutlineSnapshot {
   settings?: ThreadSettings;
 }
 
-export function toSnapshot(state: ThreadState): OutlineSnapshot {
-  return { ...snapshotHead(state), lines: state.outline.map(snapshotLine), ...snapshotRest(state) };
+/**
+ * The snapshot of `state`. `seq`, when given, is the newest of the thread's events handled,
+ * applied or not (the state's own `seq` counts only applied ones): events passed over after its
+ * last message are then no longer newer than the snapshot.
+ */
+export function toSnapshot(state: ThreadState, seq?: number): OutlineSnapshot {
+  return {
+    ...snapshotHead(state, seq),
+    lines: state.outline.map(snapshotLine),
+    ...snapshotRest(state),
+  };
 }
 
 /** The fields before `lines`, in their order (toSnapshot and encodeSnapshot share them). */
-function snapshotHead(state: ThreadState) {
+function snapshotHead(state: ThreadState, seq = state.seq) {
   return {
     thread: state.thread,
     count: state.count,
@@ -53,7 +65,7 @@ function snapshotHead(state: ThreadState) {
     cutAt: state.cutAt,
     complete: state.complete,
     bytes: state.outlineBytes,
-    seq: state.seq,
+    seq: Math.max(seq, state.seq),
   };
 }
 
@@ -95,13 +107,14 @@ const encodedLines = new WeakMap<Line, Uint8Array>();
 const COMMA = 0x2c;
 
 /**
- * `JSON.stringify(toSnapshot(state))` as UTF-8, byte for byte, with each line's part encoded once:
- * the lines' texts are most of a snapshot, and a busy thread's snapshot is rewritten often while
- * its lines stay.
+ * `JSON.stringify(toSnapshot(state, seq))` as UTF-8, byte for byte, with each line's part encoded
+ * once: the lines' texts are most of a snapshot, and a busy thread's snapshot is rewritten often
+ * while its lines stay.
  */
-export function encodeSnapshot(state: ThreadState): Uint8Array {
+export function encodeSnapshot(state: ThreadState, seq?: number): Uint8Array {
   // `{"thread":…,"seq":N` + `,"lines":[` … `],` + `"tail":…}`: the same keys in the same order.
-  const head = encoder.encode(`${JSON.stringify(snapshotHead(state)).slice(0, -1)},"lines":[`);
+  const headJson = JSON.stringify(snapshotHead(state, seq));
+  const head = encoder.encode(`${headJson.slice(0, -1)},"lines":[`);
   const rest = encoder.encode(`],${JSON.stringify(snapshotRest(state)).slice(1)}`);
   const lines = state.outline;
   const parts: Uint8Array[] = [];

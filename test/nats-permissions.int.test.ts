@@ -14,13 +14,15 @@ import { forwardSearch } from "../services/prompt-builder/search-forward.ts";
 import { clusterView, serveCluster } from "../services/cluster/view.ts";
 import { startSearchService } from "../services/search/service.ts";
 import { openAppliedIds } from "../services/cli/applied-ids.ts";
+import { openDeletedThreads } from "../services/cli/deleted-threads.ts";
 import {
   ensureWorkerBuckets,
   kvStream,
   kvSubject,
   workerBucketNames,
 } from "../services/thread-worker/buckets.ts";
-import { eraseIdIndex } from "../services/thread-worker/id-index.ts";
+import { eraseIdIndex, idKey } from "../services/thread-worker/id-index.ts";
+import { createReader } from "../services/prompt-builder/reader.ts";
 import { eraseSubject, purgeBySubjectIsSafe } from "../services/nats/erase.ts";
 import { lettersAfterDelete } from "../services/thread-worker/eraser.ts";
 import { DEFAULT_SETTINGS } from "../shared/settings.ts";
@@ -183,6 +185,16 @@ describe("nats/nats-server.conf", () => {
       filter_subjects: s.messageCreated("t2"),
     });
     expect((await reader.next({ expires: 2_000 }))?.string()).toBe("hello");
+    // A newer message's id, asked of the worker's id index.
+    const { ids } = await ensureWorkerBuckets(
+      jetstream(worker),
+      await jetstreamManager(worker),
+      names,
+    );
+    await ids.put(idKey("t2", "m1"), "7");
+    const threads = createReader(nc, names);
+    expect(await threads.idFirstSeq?.("t2", "m1")).toBe(7);
+    expect(await threads.idFirstSeq?.("t2", "m2")).toBeUndefined();
 
     const sub = nc.subscribe(`${names.apiPrefix}.>`, {
       callback: (_err, m) => {
@@ -265,10 +277,14 @@ describe("nats/nats-server.conf", () => {
     expect(again.stderr).not.toContain("could not read which threads the worker deleted");
     expect(again.stdout).toContain("0 published, 0 already stored, 3 already applied, 0 bad");
 
-    // A user who may not read the id index is told why its lines go unchecked.
+    // The prompt-builder reads the id index (a newer message's id), not the actor states: a
+    // user who may not read a bucket is told why what it checks goes unchecked.
     const reasons: string[] = [];
     const builder = await as("prompt-builder", passwords.OUTLINE_BUILDER_PASSWORD);
-    expect(await openAppliedIds(builder, names, (r) => reasons.push(r))).toBeUndefined();
+    const applied = await openAppliedIds(builder, names, (r) => reasons.push(r));
+    expect(applied).toBeDefined();
+    applied?.close();
+    expect(await openDeletedThreads(builder, names, (r) => reasons.push(r))).toBeUndefined();
     expect(reasons).toEqual([expect.stringContaining("Permissions Violation")]);
   });
 

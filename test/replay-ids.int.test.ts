@@ -7,7 +7,9 @@ import type { CoreSettings } from "../shared/settings.ts";
 import type { OutlineSnapshot } from "../shared/snapshot.ts";
 import {
   chatMessage,
+  newestEventSeq,
   publishMessage,
+  publishRaw,
   readSnapshot,
   SMALL,
   waitSettled,
@@ -69,6 +71,35 @@ describe("a message id published again after it left the tail", () => {
     const into = `${h.names.kvBucket}-rebuilt`;
     const rebuilt = await replay(h, ["--thread", thread, "--into", into]);
     expect(rebuilt.code).toBe(0);
+    const bucket = await new Kvm(h.js).open(into);
+    expect((await bucket.get(thread))?.json<OutlineSnapshot>()).toEqual(live);
+  });
+
+  it("a thread ending with events the worker passes over: the snapshot's seq shows them, and replay reproduces it", async () => {
+    const { h } = await scope.setup("replay-passed-test");
+    const worker = await scope.start(h, { settings });
+    const thread = "passed";
+    for (let i = 0; i < 70; i++) await publishMessage(h, chatMessage(thread, i));
+    await waitSettled(h, [thread]);
+    const applied = (await readSnapshot(h, thread)) as OutlineSnapshot;
+    // After the last message: its id again past the window, then a body that does not decode.
+    await publishMessage(h, chatMessage(thread, 5), { msgID: "republished-5" });
+    const last = await publishRaw(h, h.s.messageCreated(thread), new TextEncoder().encode("{"));
+    expect(await newestEventSeq(h, thread)).toBe(last);
+    await waitSettled(h, [thread]);
+
+    const live = (await readSnapshot(h, thread)) as OutlineSnapshot;
+    expect(live.seq).toBe(last);
+    expect({ ...live, seq: applied.seq }).toEqual(applied);
+    expect(worker.metrics.get(METRIC.duplicates, { why: "id" })).toBe(1);
+
+    for (const only of [["--thread", thread], ["--all"]]) {
+      const verified = await replay(h, [...only, "--verify"]);
+      expect(verified.stdout).not.toContain("differ");
+      expect(verified.code).toBe(0);
+    }
+    const into = `${h.names.kvBucket}-rebuilt`;
+    expect((await replay(h, ["--thread", thread, "--into", into])).code).toBe(0);
     const bucket = await new Kvm(h.js).open(into);
     expect((await bucket.get(thread))?.json<OutlineSnapshot>()).toEqual(live);
   });

@@ -4,7 +4,6 @@ import { threadViews } from "../services/prompt-builder/explorer/thread-view.ts"
 import { createOperations, type Operations } from "../services/prompt-builder/operations.ts";
 import { createReader } from "../services/prompt-builder/reader.ts";
 import { METRIC } from "../services/thread-worker/metrics.ts";
-import type { ThreadWorker } from "../services/thread-worker/worker.ts";
 import type { Message } from "../shared/events.ts";
 import type { CoreSettings } from "../shared/settings.ts";
 import {
@@ -21,8 +20,9 @@ import { workerScope } from "./support/worker-scope.ts";
 
 // What the thread worker does not apply is never a message of the thread for a reader: not in a
 // prompt, not at a zoom position, not in the explorer's tail, whether the worker has passed it
-// yet or not. The next valid message takes the position the refused one would have had, and the
-// prompt only grows at its end (SPEC §4).
+// yet or not; and once it has, the snapshot's seq shows it passed, so nothing reads it as newer.
+// The next valid message takes the position the refused one would have had, and the prompt
+// only grows at its end (SPEC §4).
 
 const scope = workerScope();
 // Messages of one size: the first cut comes after ~40 of them, the next ~38 later.
@@ -68,7 +68,7 @@ async function deadLetters(h: Harness): Promise<number> {
 
 /**
  * Every view of the thread shows `count` messages and ends with `lastId`, whichever builder
- * reads it, and no text in `never` appears in a prompt.
+ * reads it (and the explorer's tail, unless told), and no text in `never` appears in a prompt.
  */
 async function expectServed(
   h: Harness,
@@ -77,6 +77,7 @@ async function expectServed(
   count: number,
   lastId: string,
   never: string[],
+  explorer = true,
 ): Promise<void> {
   for (const ops of [views.kept, views.fresh()]) {
     const reply = await ops.prompt({ thread, agent: AGENT });
@@ -84,34 +85,40 @@ async function expectServed(
     for (const text of never) expect(body).not.toContain(text);
     expect(JSON.stringify(reply.messages)).toBe(body.slice(12, body.lastIndexOf(',"stats":')));
     const outline = await ops.outline({ thread });
-    expect(outline.boundary + reply.messages.length - 1).toBe(count);
+    // The outline's message (once the thread is cut), then every message after it whole.
+    const outlined = outline.lines.length > 0 ? 1 : 0;
+    expect(outline.boundary + reply.messages.length - outlined).toBe(count);
     const last = await ops.zoom({ thread, id: String(count - 1), n: "1" });
     expect("message" in last && last.message).toMatchObject({ id: lastId, position: count - 1 });
     expect(await zoomError(ops, thread, count)).toBe("ID_PAST_END");
   }
+  if (!explorer) return;
   const explored = await views.explorer().thread(thread);
   expect(explored.snapshot.boundary + explored.tail.count).toBe(count);
   const page = await views.explorer().tail(thread, 0, 500);
   expect(page.messages.at(-1)).toMatchObject({ id: lastId, position: count - 1 });
 }
 
-/** A thread of `n` messages, cut and settled, and the worker that applied them. */
+/** Waits until the thread's snapshot reflects CHAT up to `seq` (applied or passed over). */
+async function waitSnapshotSeq(h: Harness, thread: string, seq: number): Promise<void> {
+  await waitFor(`the snapshot of '${thread}' to reflect seq ${seq}`, async () => {
+    const snapshot = await readSnapshot(h, thread);
+    return (snapshot?.seq ?? 0) >= seq;
+  });
+}
+
+/** A thread of `n` messages, cut and settled by a worker (still running). */
 async function cutThread(
   name: string,
   n: number,
-): Promise<{
-  h: Harness;
-  thread: string;
-  views: ReturnType<typeof builders>;
-  worker: ThreadWorker;
-}> {
+): Promise<{ h: Harness; thread: string; views: ReturnType<typeof builders> }> {
   const { h } = await scope.setup(name);
   const thread = name;
-  const worker = await scope.start(h, { settings });
+  await scope.start(h, { settings });
   for (let i = 0; i < n; i++) await publishMessage(h, message(thread, i));
   await waitSettled(h, [thread]);
   expect((await readSnapshot(h, thread))?.boundary).toBeGreaterThan(5);
-  return { h, thread, views: builders(h), worker };
+  return { h, thread, views: builders(h) };
 }
 
 describe("events the worker refuses are not served", () => {
@@ -130,18 +137,22 @@ describe("events the worker refuses are not served", () => {
     const subject = h.s.messageCreated(thread);
     await publishRaw(h, subject, latin1);
     await publishRaw(h, subject, encoder.encode(JSON.stringify(wrongThread)));
-    await publishRaw(h, subject, encoder.encode(JSON.stringify(badRole)));
+    const lastRefused = await publishRaw(h, subject, encoder.encode(JSON.stringify(badRole)));
     const never = ["caf\ufffd", "caf\\ufffd", wrongThread.text, badRole.text];
 
     await expectServed(h, views, thread, 45, `${thread}-m44`, never);
     expect(await promptMessages(views.kept, thread)).toBe(before);
 
-    // The worker dead-letters the three.
+    // The worker dead-letters the three, and its snapshot shows them passed.
     const worker = await scope.start(h, { settings });
     await waitFor("three dead letters", async () => (await deadLetters(h)) === 3);
+    await waitSnapshotSeq(h, thread, lastRefused);
     expect(worker.metrics.get(METRIC.deadLetters)).toBe(3);
     await expectServed(h, views, thread, 45, `${thread}-m44`, never);
     expect(await promptMessages(views.kept, thread)).toBe(before);
+    const reply = await views.fresh().prompt({ thread, agent: AGENT });
+    expect(reply.stats.newerThanSnapshot).toBe(0);
+    expect(reply.stats.snapshotSeq).toBe(lastRefused);
 
     // The next valid message is message 45, at the end of the prompt.
     await publishMessage(h, message(thread, 45));
@@ -153,5 +164,57 @@ describe("events the worker refuses are not served", () => {
     await waitSettled(h, [thread]);
     expect((await readSnapshot(h, thread))?.boundary).toBe(boundary); // no cut in between
     expect(await promptMessages(views.kept, thread)).toBe(after);
+  });
+});
+
+describe("a message id published again after it left the tail, past the duplicate window", () => {
+  it("is never served, same content or not: not before the worker passes it, not after", async () => {
+    const { h, thread, views } = await cutThread("again", 45);
+    const before = await promptMessages(views.kept, thread);
+    const boundary = (await readSnapshot(h, thread))?.boundary;
+
+    // The worker stopped: the copies are stored past the snapshot, not passed yet. Another
+    // Nats-Msg-Id, as a platform retrying after the window would: the stream keeps both.
+    await scope.stopWorkers();
+    const same = await publishMessage(h, message(thread, 3), { msgID: "again-3" });
+    const edited = { ...message(thread, 4), text: "an edit the contract has no event for" };
+    const conflict = await publishMessage(h, edited, { msgID: "again-4" });
+    expect(same.duplicate || conflict.duplicate).toBe(false);
+    // Not the explorer's tail: it lists what is stored past the snapshot, deduplicated by the
+    // snapshot's tail alone, until the worker passes it (docs/reliability.md, known limits).
+    await expectServed(h, views, thread, 45, `${thread}-m44`, [edited.text], false);
+    expect(await promptMessages(views.kept, thread)).toBe(before);
+
+    const worker = await scope.start(h, { settings });
+    await waitFor(
+      "the conflicting copy to be dead-lettered",
+      async () => (await deadLetters(h)) === 1,
+    );
+    await waitSnapshotSeq(h, thread, conflict.seq);
+    expect(worker.metrics.get(METRIC.duplicates, { why: "id" })).toBe(1);
+    await expectServed(h, views, thread, 45, `${thread}-m44`, [edited.text]);
+    expect(await promptMessages(views.kept, thread)).toBe(before);
+    const reply = await views.fresh().prompt({ thread, agent: AGENT });
+    expect(reply.stats.newerThanSnapshot).toBe(0);
+
+    await publishMessage(h, message(thread, 45));
+    await expectServed(h, views, thread, 46, `${thread}-m45`, [edited.text]);
+    const after = await promptMessages(views.kept, thread);
+    expect(after.startsWith(before)).toBe(true);
+    await waitSettled(h, [thread]);
+    expect((await readSnapshot(h, thread))?.boundary).toBe(boundary);
+  });
+
+  it("a thread whose tail is all of it: a copy of a tail message's id is left out by the tail", async () => {
+    const { h } = await scope.setup("young");
+    const thread = "young";
+    await scope.start(h, { settings });
+    for (let i = 0; i < 5; i++) await publishMessage(h, message(thread, i));
+    await waitSettled(h, [thread]);
+    const views = builders(h);
+    expect((await readSnapshot(h, thread))?.boundary).toBe(0);
+    await scope.stopWorkers();
+    await publishMessage(h, message(thread, 1), { msgID: "again-1" });
+    await expectServed(h, views, thread, 5, `${thread}-m4`, []);
   });
 });

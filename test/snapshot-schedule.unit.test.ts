@@ -51,6 +51,12 @@ describe("encodeSnapshot", () => {
               if (ref) s = takeJobs(summaryBuilt(s, ref, fakeSummary(jobFor(s, ref))).state).state;
             }
             expect(encodeSnapshot(s)).toEqual(encoder.encode(JSON.stringify(toSnapshot(s))));
+            // Events passed over after the last message: shown as the snapshot's seq.
+            const passed = s.seq + (choices[i % choices.length] ?? 0);
+            expect(encodeSnapshot(s, passed)).toEqual(
+              encoder.encode(JSON.stringify(toSnapshot(s, passed))),
+            );
+            expect(toSnapshot(s, passed).seq).toBe(passed);
           }
         },
       ),
@@ -79,7 +85,7 @@ function fakeSnapshots() {
   return { kv, writes };
 }
 
-function scheduleWith(snapshots: KvWrites) {
+function scheduleWith(snapshots: KvWrites, cursor = { seen: 0 }) {
   const ctx = {
     kv: { snapshots },
     snapshotDelayMs: 50,
@@ -88,10 +94,14 @@ function scheduleWith(snapshots: KvWrites) {
     names: { kvBucket: "outline" },
   } as unknown as WorkerContext;
   let due = 0;
-  const schedule = new SnapshotSchedule(new SlotTools(ctx, "t"), () => {
-    due += 1;
-    schedule.isDue = true;
-  });
+  const schedule = new SnapshotSchedule(
+    new SlotTools(ctx, "t"),
+    () => {
+      due += 1;
+      schedule.isDue = true;
+    },
+    cursor,
+  );
   return { schedule, due: () => due };
 }
 
@@ -181,6 +191,23 @@ describe("SnapshotSchedule: pending counts alone", () => {
     expect(writes).toHaveLength(4);
     expect(writes[3]).toEqual(toSnapshot(rest));
     expect(writes[3]?.pending).toMatchObject({ jobs: 0, cuts: 0, merging: false });
+  });
+
+  it("an event passed over after the last message (seen past the state's seq) goes out at once, as the seq shown", async () => {
+    const { kv, writes } = fakeSnapshots();
+    const cursor = { seen: 0 };
+    const { schedule } = scheduleWith(kv, cursor);
+    const first = busyThread();
+    cursor.seen = first.seq;
+    await schedule.write(first);
+    expect(writes[0]?.seq).toBe(first.seq);
+
+    // A dead letter or a duplicate id: the state is the same, the stream moved on.
+    cursor.seen = first.seq + 2;
+    await schedule.write(first);
+    expect(writes).toHaveLength(2);
+    expect(writes[1]).toEqual(toSnapshot(first, first.seq + 2));
+    expect(writes[1]?.seq).toBe(first.seq + 2);
   });
 
   it("after a write showing the thread at rest, any change goes out", async () => {

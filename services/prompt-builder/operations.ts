@@ -126,6 +126,39 @@ export function createOperations(
   const maxNewer = options.maxNewer ?? DEFAULT_MAX_NEWER;
   const cache = new PromptCache(options.promptCacheBytes);
   const turns = options.promptCacheBytes === 0 ? undefined : new PromptTurns();
+  // What the id index said of a newer message, kept with it: a turn asks the index once per
+  // message it holds (PromptTurns keeps them across turns).
+  const indexed = new WeakMap<StoredMessage, boolean>();
+
+  /**
+   * Newer messages (`dedupe`d) less those whose id the worker's id index gives to an earlier
+   * message: an id re-published after it left the tail, which the worker will pass over. A
+   * snapshot whose tail is the whole thread needs no index (its tail holds every id). Otherwise
+   * every id the snapshot reflects is in the index before it is written (id-claims.ts), and any
+   * later copy of an id stored after it is a newer message `dedupe` has seen: a message without
+   * an entry, or whose entry is its own, is the thread's for good.
+   */
+  async function notReapplied(
+    thread: string,
+    snapshot: OutlineSnapshot | undefined,
+    newer: StoredMessage[],
+  ): Promise<StoredMessage[]> {
+    if (!reader.idFirstSeq || !snapshot || (snapshot.boundary === 0 && snapshot.complete)) {
+      return newer;
+    }
+    const keep = await Promise.all(newer.map((m) => ownId(thread, m)));
+    return keep.every(Boolean) ? newer : newer.filter((_, i) => keep[i]);
+  }
+
+  async function ownId(thread: string, m: StoredMessage): Promise<boolean> {
+    let own = indexed.get(m);
+    if (own === undefined) {
+      const first = await reader.idFirstSeq?.(thread, m.message.id);
+      own = first === undefined || first >= m.seq;
+      indexed.set(m, own);
+    }
+    return own;
+  }
 
   async function newerThan(
     thread: string,
@@ -134,7 +167,7 @@ export function createOperations(
   ): Promise<StoredMessage[]> {
     const after = snapshot?.seq ?? 0;
     const read = await reader.messagesAfter(thread, after, lastSeq, maxNewer);
-    return dedupe(snapshot?.tail ?? [], read);
+    return notReapplied(thread, snapshot, dedupe(snapshot?.tail ?? [], read));
   }
 
   async function tailOf(thread: string, snapshot: OutlineSnapshot): Promise<StoredMessage[]> {
@@ -204,7 +237,7 @@ export function createOperations(
         reader.messagesAfter(thread, after, until, max, ahead),
       ),
     ]);
-    const newer = dedupe(snapshot?.tail ?? [], read);
+    const newer = await notReapplied(thread, snapshot, dedupe(snapshot?.tail ?? [], read));
     return kept.body(snapshot, inputOf(args, snapshot, [...tail, ...newer]), args.format, {
       newerThanSnapshot: newer.length,
       snapshotSeq: snapshot?.seq ?? 0,

@@ -15,7 +15,9 @@ import { InboxRequests } from "../nats/inbox-requests.ts";
 import { addConsumerOnLeader } from "../nats/leader-consumer.ts";
 import { KV_OPERATION } from "../nats/kv-leader-reader.ts";
 import { subjects, type Subjects } from "../nats/subjects.ts";
+import { kvStream, kvSubject, workerBucketNames } from "../thread-worker/buckets.ts";
 import { decodeChatBody } from "../thread-worker/decode.ts";
+import { claimedSeq, idKey } from "../thread-worker/id-index.ts";
 import { ApiError } from "./api-error.ts";
 import { ByteLru } from "./lru.ts";
 import { MessageCache } from "./message-cache.ts";
@@ -83,6 +85,12 @@ export interface ThreadReader {
   readAhead?(thread: string, afterSeq: number): ReadAhead;
   /** One summary node from HISTORY (last by subject), or undefined when it was not published. */
   node(thread: string, level: number, index: number): Promise<SummaryEvent | undefined>;
+  /**
+   * The CHAT sequence the worker's id index names for message id `id` of the thread (the first
+   * message that carried it), or undefined when the index has no entry for it (yet), or there is
+   * no index to read (no worker ran on these names, or this user may not read it).
+   */
+  idFirstSeq?(thread: string, id: string): Promise<number | undefined>;
 }
 
 /**
@@ -132,6 +140,9 @@ const READ_TIMEOUT_MS = 5_000;
 
 /** Bytes of the per-thread sequence hints `messagesAfter` keeps (a few numbers per thread). */
 const HINT_BYTES = 4 * 1024 * 1024;
+
+/** How long the worker's id index, not found, is taken as absent before it is looked for again. */
+const ID_INDEX_RECHECK_MS = 30_000;
 
 function storeError(what: string, err: unknown): ApiError {
   return new ApiError(
@@ -194,6 +205,22 @@ export function createReader(
       jsm = undefined;
       throw err;
     }));
+  // The worker's id index, looked for once (again a while later when it was not there): a bucket
+  // a replay rebuilt into, or names no worker ran on, has none, and nothing is indexed then.
+  const ids = workerBucketNames(names).ids;
+  let idIndex: { found: Promise<boolean>; at: number } | undefined;
+  const hasIdIndex = async (): Promise<boolean> => {
+    if (!idIndex || (!(await idIndex.found) && Date.now() - idIndex.at >= ID_INDEX_RECHECK_MS)) {
+      const found = manager()
+        .then((m) => m.streams.info(kvStream(ids)))
+        .then(
+          (info) => info.config.allow_direct === true,
+          () => false,
+        );
+      idIndex = { found, at: Date.now() };
+    }
+    return idIndex.found;
+  };
   const direct = async (stream: string, query: DirectQuery, what: string) => {
     try {
       return await reads.get(stream, query);
@@ -478,6 +505,18 @@ export function createReader(
       for (const m of rest) take(m.subject, m.seq, m.data);
       options.onNewerRead?.("consumer", read);
       return out;
+    },
+
+    async idFirstSeq(thread, id) {
+      if (!(await hasIdIndex())) return undefined;
+      const value = valueOf(
+        await direct(
+          kvStream(ids),
+          { last_by_subj: kvSubject(ids, idKey(thread, id)) },
+          `the id index entry of message '${id}' of '${thread}'`,
+        ),
+      );
+      return value && claimedSeq(value.bytes);
     },
 
     async node(thread, level, index) {

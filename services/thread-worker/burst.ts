@@ -158,7 +158,13 @@ export class BurstApplier {
     hosted.dirty = true;
     const event = entry.event;
     const core = hosted.state();
-    if (event.kind === "invalid") return this.#rejected.deadLetter(entry, event.reason);
+    if (event.kind === "invalid") {
+      // Passed over, it is still the newest event handled: the snapshot's `seq` shows it (a
+      // coalesced write, as for a message), so readers stop serving it as newer than the
+      // snapshot. A thread with no message yet has no snapshot to show it in.
+      if (core.count > 0) hosted.changed = true;
+      return this.#rejected.deadLetter(entry, event.reason);
+    }
     if (core.deleted) {
       if (event.kind === "deleted") {
         metrics.add(METRIC.duplicates, 1, { why: "deleted" });

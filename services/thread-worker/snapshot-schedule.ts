@@ -1,6 +1,7 @@
 import { encodeSnapshot, pendingOf, type OutlineSnapshot } from "../../shared/snapshot.ts";
 import { isAtRest, type ThreadState } from "../../shared/thread.ts";
 import type { KvRead } from "../nats/kv-leader-reader.ts";
+import type { IntakeCursor } from "./intake.ts";
 import type { SlotTools } from "./slot-tools.ts";
 import { notOlder, parseSnapshot, writeSnapshot } from "./snapshot-writer.ts";
 
@@ -28,6 +29,8 @@ interface Shown {
 export class SnapshotSchedule {
   readonly #tools: SlotTools;
   readonly #due: () => void;
+  /** The slot's intake: the newest event handled, applied or passed over, is what a write shows. */
+  readonly #cursor: Pick<IntakeCursor, "seen">;
   /** The outline changed since the last write. */
   wanted = false;
   /** The delay is over: the loop writes it. */
@@ -46,10 +49,14 @@ export class SnapshotSchedule {
   #lastAt = 0;
   #shown: Shown | undefined;
 
-  /** `due` is called when a requested write may run. */
-  constructor(tools: SlotTools, due: () => void) {
+  /**
+   * `due` is called when a requested write may run; `cursor.seen` is the newest CHAT sequence of
+   * the thread handled (a write runs only once the state that records it is stored).
+   */
+  constructor(tools: SlotTools, due: () => void, cursor: Pick<IntakeCursor, "seen">) {
     this.#tools = tools;
     this.#due = due;
+    this.#cursor = cursor;
   }
 
   /**
@@ -93,14 +100,17 @@ export class SnapshotSchedule {
     this.wanted = false;
     if (core.deleted) return;
     const atRest = isAtRest(core);
-    if (!whole && !atRest && this.#onlyPending(core)) {
+    // Past the last message applied: events passed over since (a dead letter, a duplicate id)
+    // are reflected too, so a reader never serves them as newer messages (SPEC §8, `seq`).
+    const seq = Math.max(core.seq, this.#cursor.seen);
+    if (!whole && !atRest && this.#onlyPending(core, seq)) {
       const wait = this.#lastAt + PENDING_ONLY_MS - Date.now();
       if (wait > 0) {
         this.request(wait);
         return;
       }
     }
-    const mark = { seq: core.seq, boundary: core.boundary, pending: pendingOf(core) };
+    const mark = { seq, boundary: core.boundary, pending: pendingOf(core) };
     if (this.#found) {
       // Still behind what the last owner showed: written once the thread has caught up.
       if (!notOlder(mark, this.#found)) return;
@@ -108,19 +118,22 @@ export class SnapshotSchedule {
     }
     this.#lastAt = Date.now();
     const { ctx, thread, signal } = this.#tools;
-    const bytes = encodeSnapshot(core);
+    const bytes = encodeSnapshot(core, seq);
     this.revision = await writeSnapshot(ctx, thread, bytes, mark, this.revision, signal);
-    const { seq, boundary, count, settings } = core;
+    const { boundary, count, settings } = core;
     this.#shown = { seq, boundary, count, settings, atRest };
   }
 
-  /** The last written snapshot showed a busy thread, and `core` differs from it only in `pending`. */
-  #onlyPending(core: ThreadState): boolean {
+  /**
+   * The last written snapshot showed a busy thread, and `core` up to `seq` differs from it only in
+   * `pending`.
+   */
+  #onlyPending(core: ThreadState, seq: number): boolean {
     const shown = this.#shown;
     return (
       shown !== undefined &&
       !shown.atRest &&
-      shown.seq === core.seq &&
+      shown.seq === seq &&
       shown.boundary === core.boundary &&
       shown.count === core.count &&
       shown.settings === core.settings

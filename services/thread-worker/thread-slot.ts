@@ -85,7 +85,7 @@ export class ThreadSlot {
       this.#saveDue = true;
       this.#kick();
     });
-    this.#snapshots = new SnapshotSchedule(tools, () => this.#kick());
+    this.#snapshots = new SnapshotSchedule(tools, () => this.#kick(), this.#cursor);
     const checkAlive = this.#checkAlive.bind(this);
     this.#stored = new StoredState(tools, this.#acks, this.#ids, this.#snapshots, checkAlive);
     this.#bursts = new BurstApplier({

@@ -236,17 +236,38 @@ export async function expectedSnapshot(
   const state = appendAll(initialThreadState(thread, settings), h.log.get(thread) ?? [], (ref) =>
     summaries.get(`${ref.level}:${ref.index}`),
   ).state;
-  return toSnapshot(state);
+  // Events passed over after its last message (dead letters, duplicate ids) are reflected too.
+  return toSnapshot(state, await newestEventSeq(h, thread));
 }
 
-/** True once the KV snapshot reflects the thread's last message and nothing is outstanding. */
+/** The CHAT sequence of the thread's newest stored event, applied or not (0: none). */
+export async function newestEventSeq(h: Harness, thread: string): Promise<number> {
+  const subjectsOf = [
+    ...h.s.stored(thread, "message.created"),
+    ...h.s.stored(thread, "thread.deleted"),
+  ];
+  const found = await Promise.all(
+    subjectsOf.map((subject) =>
+      h.jsm.direct.getMessage(h.names.chatStream, { last_by_subj: subject }),
+    ),
+  );
+  return Math.max(0, ...found.map((m) => m?.seq ?? 0));
+}
+
+/**
+ * True once the KV snapshot reflects the thread's newest stored event (its last message, or an
+ * event passed over after it: a dead letter, a duplicate id) and nothing is outstanding.
+ */
 export async function isSettled(h: Harness, thread: string): Promise<boolean> {
   const log = h.log.get(thread) ?? [];
-  const snapshot = await readSnapshot(h, thread);
+  const [snapshot, newest] = await Promise.all([
+    readSnapshot(h, thread),
+    newestEventSeq(h, thread),
+  ]);
   return (
     snapshot !== null &&
     snapshot.count === log.length &&
-    snapshot.seq === (log.at(-1)?.seq ?? 0) &&
+    snapshot.seq === newest &&
     snapshot.pending.jobs === 0 &&
     snapshot.pending.cuts === 0 &&
     !snapshot.pending.merging

@@ -58,6 +58,8 @@ export class ThreadReplay {
    * applied once even after it has left the tail, as the worker applies it.
    */
   private readonly ids = new Map<string, number>();
+  /** The newest CHAT sequence of the thread's events read, applied or not (`seq`). */
+  private seen = 0;
 
   constructor(
     thread: string,
@@ -96,6 +98,19 @@ export class ThreadReplay {
     return this.s;
   }
 
+  /**
+   * The stream sequence the thread's snapshot shows: its newest event, applied or passed over
+   * (a duplicate id, an event that does not decode), as the worker's snapshot shows it.
+   */
+  get seq(): number {
+    return Math.max(this.s.seq, this.seen);
+  }
+
+  /** An event of the thread at `seq` was handled (one that does not decode too: dead-lettered). */
+  passed(seq: number): void {
+    if (seq > this.seen) this.seen = seq;
+  }
+
   atOf(position: number): string {
     return this.ats[position] ?? "";
   }
@@ -109,6 +124,8 @@ export class ThreadReplay {
    * which copies what they share once.
    */
   async applyAll(events: readonly StoredEvent[]): Promise<void> {
+    // Applied or not (a duplicate id), each is handled: in stream order, the last is the newest.
+    this.passed(events.at(-1)?.seq ?? 0);
     let i = 0;
     while (i < events.length) {
       const first = events[i] as StoredEvent;
@@ -138,6 +155,7 @@ export class ThreadReplay {
   }
 
   async apply(event: StoredEvent): Promise<void> {
+    this.passed(event.seq);
     if (event.type === "thread.deleted") {
       this.s = step(this.s, event).core;
       // The worker erases the thread's id index with it.

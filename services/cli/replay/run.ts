@@ -81,6 +81,13 @@ async function rebuildThreads(
   };
   const progress = createProgress(err, "replay");
   let skipped = 0;
+  // Per thread, its newest event that does not decode: the worker dead-letters it, and its
+  // snapshot's seq shows it handled (ThreadReplay.passed).
+  const invalid = new Map<string, number>();
+  const invalidOf = (subject: string, seq: number) => {
+    const where = s.parseChat(subject);
+    if (where) invalid.set(where.thread, Math.max(seq, invalid.get(where.thread) ?? 0));
+  };
   // Events are applied a read batch at a time, each thread's as one transition; the progress
   // counts them then too. Only a full batch makes the read wait (no promise per event).
   let pending = new Map<string, StoredEvent[]>();
@@ -124,6 +131,7 @@ async function rebuildThreads(
         const parsed = parseChatEvent(names, raw);
         if (parsed) return add(parsed.thread, parsed.event, raw.data.length);
         skipped += 1;
+        invalidOf(raw.subject, raw.seq);
         return undefined;
       },
     );
@@ -146,7 +154,10 @@ async function rebuildThreads(
         (raw) => {
           const parsed = parseChatEvent(names, raw);
           if (parsed) deletions.push(parsed.event);
-          else if (s.parseChat(raw.subject)?.kind === "message.created") skipped += 1;
+          else {
+            invalidOf(raw.subject, raw.seq);
+            if (s.parseChat(raw.subject)?.kind === "message.created") skipped += 1;
+          }
           progress.tick();
         },
       );
@@ -166,7 +177,10 @@ async function rebuildThreads(
         read += 1;
         const parsed = parseChatEvent(names, raw);
         if (parsed) await add(thread, parsed.event, raw.data.length);
-        else skipped += 1;
+        else {
+          skipped += 1;
+          invalidOf(raw.subject, raw.seq);
+        }
       },
     );
     while (next < deletions.length) await add(thread, deletions[next++] as StoredEvent);
@@ -179,6 +193,7 @@ async function rebuildThreads(
       );
     }
   }
+  for (const [thread, seq] of invalid) threads.get(thread)?.passed(seq);
   progress.done();
   if (skipped > 0) {
     session.out(`skipped ${skipped} invalid events (the worker dead-letters them too)`);
@@ -196,7 +211,7 @@ function settingsEnv(s: ThreadSettings): string {
 
 function rebuiltSnapshot(replay: ThreadReplay): OutlineSnapshot | undefined {
   // The worker removes a deleted thread's snapshot.
-  return replay.state.deleted ? undefined : toSnapshot(replay.state);
+  return replay.state.deleted ? undefined : toSnapshot(replay.state, replay.seq);
 }
 
 async function storedSnapshot(kv: KV, thread: string): Promise<OutlineSnapshot | undefined> {
