@@ -114,6 +114,28 @@ function pair(variable: string, raw: string, min: number, example: string): [num
   return [low, high];
 }
 
+/** One server of NATS_URL: `scheme://rest` (no space, no comma) or `host:port`. */
+const NATS_SERVER = /^(?:(?:nats|tls|ws|wss):\/\/[^\s,]+|[\w.-]+:\d+)$/;
+
+/**
+ * NATS_URL: one server or several of one cluster, comma-separated (SPEC §9). Each entry is
+ * checked alone, so a bad one is named (not the whole list) and blanks around commas are
+ * allowed; the list comes back without them.
+ */
+function natsUrlList(raw: string): string {
+  const entries = raw.split(",").map((entry) => entry.trim());
+  for (const [i, entry] of entries.entries()) {
+    if (NATS_SERVER.test(entry)) continue;
+    const where = entries.length > 1 ? ` (server ${i + 1} of ${entries.length} in '${raw}')` : "";
+    const what = entry === "" ? "an empty entry" : `'${entry}'`;
+    throw new SettingsError(
+      SETTING_VARIABLES.natsUrl,
+      `${what}${where} is not a NATS URL; write e.g. nats://127.0.0.1:4222 or 127.0.0.1:4222, several servers comma-separated`,
+    );
+  }
+  return entries.join(",");
+}
+
 /**
  * Reads settings from a flat record of strings (the environment, or a config file flattened to
  * the same names). Anything that does not parse throws a SettingsError naming the variable.
@@ -163,15 +185,7 @@ export function parseSettings(source: Readonly<Record<string, string | undefined
     s.search = value === "on";
   }
   const nats = get(SETTING_VARIABLES.natsUrl);
-  if (nats !== undefined) {
-    if (!/^(nats|tls|ws|wss):\/\/\S+$/.test(nats.trim()) && !/^[\w.-]+:\d+$/.test(nats.trim())) {
-      throw new SettingsError(
-        SETTING_VARIABLES.natsUrl,
-        `'${nats}' is not a NATS URL; write e.g. nats://127.0.0.1:4222`,
-      );
-    }
-    s.natsUrl = nats.trim();
-  }
+  if (nats !== undefined) s.natsUrl = natsUrlList(nats);
   const host = get(SETTING_VARIABLES.host);
   if (host !== undefined) s.host = host.trim();
   const port = get(SETTING_VARIABLES.port);
