@@ -1,5 +1,5 @@
 import { StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
-import { Kvm, type KV } from "@nats-io/kv";
+import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { InfraNames } from "../config/names.ts";
 import { kvKeys } from "../thread-worker/buckets.ts";
 
@@ -52,6 +52,9 @@ export async function openClusterBucket(
   return kvm.open(clusterBucket(names));
 }
 
+/** One key of the bucket as read: what `clusterViewOf` needs of a `KvEntry`. */
+export type ClusterEntry = Pick<KvEntry, "key" | "operation" | "created" | "json">;
+
 /** Reads the bucket once: what `GET /cluster` and `outline cluster` show. */
 export async function readCluster(
   kv: KV,
@@ -59,13 +62,30 @@ export async function readCluster(
   names: Pick<InfraNames, "kvBucket">,
   failoverMs: number,
 ): Promise<ClusterView> {
-  const view: ClusterView = { members: [], partitions: 0, leases: {} };
-  const now = Date.now();
   const keys = await kvKeys(jsm, clusterBucket(names));
   const entries = await Promise.all(keys.map((key) => kv.get(key)));
-  for (const [i, key] of keys.entries()) {
-    const entry = entries[i];
-    if (!entry || entry.operation !== "PUT") continue;
+  return clusterViewOf(
+    entries.filter((e) => e !== null),
+    Date.now(),
+    failoverMs,
+  );
+}
+
+/**
+ * The view of the bucket's keys at `now`. A member that is not live shows the partitions its
+ * leases still name, not those of its last heartbeat: once the others took them it shows none,
+ * and no threads or lag (they are counted by the new owners), so the members' partitions never
+ * add up to more than the partition count.
+ */
+export function clusterViewOf(
+  entries: readonly ClusterEntry[],
+  now: number,
+  failoverMs: number,
+): ClusterView {
+  const view: ClusterView = { members: [], partitions: 0, leases: {} };
+  for (const entry of entries) {
+    if (entry.operation !== "PUT") continue;
+    const key = entry.key;
     if (key === "layout") {
       view.partitions = entry.json<{ partitions: number }>().partitions ?? 0;
     } else if (key.startsWith("member.")) {
@@ -75,6 +95,14 @@ export async function readCluster(
     } else if (key.startsWith("lease.")) {
       view.leases[key.slice("lease.".length)] = entry.json<{ member: string }>().member;
     }
+  }
+  for (const m of view.members) {
+    if (m.live) continue;
+    m.partitions = Object.entries(view.leases)
+      .filter(([, holder]) => holder === m.id)
+      .map(([k]) => Number(k))
+      .sort((a, b) => a - b);
+    if (m.partitions.length === 0) [m.threads, m.lag] = [0, 0];
   }
   view.members.sort((a, b) => (a.id < b.id ? -1 : 1));
   return view;
