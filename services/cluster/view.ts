@@ -8,6 +8,8 @@ import {
 import { Kvm, type KV } from "@nats-io/kv";
 import { headers, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import type { InfraNames } from "../config/names.ts";
+import { isTransient } from "../nats/transient.ts";
+import { ApiError } from "../prompt-builder/api-error.ts";
 import { clusterBucket, readCluster, type MemberInfo } from "./bucket.ts";
 import { DEFAULT_FAILOVER_MS } from "./membership.ts";
 
@@ -25,11 +27,30 @@ export interface ClusterAnswer {
 export const clusterSubject = (names: Pick<InfraNames, "apiPrefix">): string =>
   `${names.apiPrefix}.cluster`;
 
+/** Seconds after which asking again may find the bucket's stream with a leader again. */
+export const CLUSTER_RETRY_AFTER_S = 2;
+
+/**
+ * A read of the bucket that met a leader election (a server of the cluster died or rejoined):
+ * the stream answers nothing for a few seconds. Said as such, with when to ask again, rather
+ * than as the prompt-builder's own failure; anything else is left as it is.
+ */
+export function unavailableOr(err: unknown, names: Pick<InfraNames, "kvBucket">): unknown {
+  if (!isTransient(err)) return err;
+  return new ApiError(
+    503,
+    "CLUSTER_UNAVAILABLE",
+    `the cluster bucket (stream KV_${clusterBucket(names)}) did not answer: ${(err as Error).message}; its servers may be electing a leader after one left, which takes a few seconds; ask again in ${CLUSTER_RETRY_AFTER_S} s`,
+    { retryAfter: CLUSTER_RETRY_AFTER_S },
+  );
+}
+
 /**
  * Reads who owns what from the cluster bucket, opened on first use (the workers create it).
- * Without the bucket the instances run in single mode: one worker owns every thread. `strict`:
- * only a bucket that is not there means that; one that cannot be read (a NATS user that may not)
- * throws, rather than answer "single" for a cluster it did not see.
+ * Without the bucket the instances run in single mode: one worker owns every thread. A bucket
+ * that does not answer (an election) is a 503 CLUSTER_UNAVAILABLE with a Retry-After. `strict`:
+ * only a bucket that is not there means single mode; one that cannot be read (a NATS user that
+ * may not) throws, rather than answer "single" for a cluster it did not see.
  */
 export function clusterView(
   nc: NatsConnection,
@@ -40,21 +61,28 @@ export function clusterView(
   let bucket: KV | undefined;
   let jsm: JetStreamManager | undefined;
   return async () => {
-    if (!bucket || !jsm) {
-      try {
-        bucket = await new Kvm(jetstream(nc)).open(clusterBucket(names), { bindOnly: true });
-        await bucket.status();
+    try {
+      if (!bucket || !jsm) {
+        let opened: KV;
+        try {
+          opened = await new Kvm(jetstream(nc)).open(clusterBucket(names), { bindOnly: true });
+          await opened.status();
+        } catch (err) {
+          // Only a bucket that is not there means single mode; a timeout says nothing.
+          if (isTransient(err)) throw err;
+          const missing =
+            err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
+          if (strict && !missing) throw err;
+          return { mode: "single", members: [], partitions: 0, leases: {} };
+        }
         jsm = await jetstreamManager(nc);
-      } catch (err) {
-        bucket = undefined;
-        const missing =
-          err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
-        if (strict && !missing) throw err;
-        return { mode: "single", members: [], partitions: 0, leases: {} };
+        bucket = opened;
       }
+      const view = await readCluster(bucket, jsm, names, failoverMs);
+      return { mode: "partitioned", ...view };
+    } catch (err) {
+      throw unavailableOr(err, names);
     }
-    const view = await readCluster(bucket, jsm, names, failoverMs);
-    return { mode: "partitioned", ...view };
   };
 }
 
@@ -67,7 +95,8 @@ function statusHeader(status: number) {
 
 /**
  * Answers `<apiPrefix>.cluster` with the same JSON and status as GET /cluster (any instance may
- * answer): 200, or 500 when the view cannot be read, as HTTP answers then.
+ * answer): 200, 503 while the bucket elects a leader, or 500 when the view cannot be read, as
+ * HTTP answers then.
  */
 export function serveCluster(
   nc: NatsConnection,
@@ -83,11 +112,12 @@ export function serveCluster(
         (answer) => msg.respond(JSON.stringify(answer), statusHeader(200)),
         (e: unknown) => {
           log(`prompt-builder: cluster view failed: ${(e as Error).message}`);
+          // As the NATS API answers errors: the HTTP status in Outline-Status.
+          const status = e instanceof ApiError ? e.status : 500;
+          const code = e instanceof ApiError ? e.code : "CLUSTER_UNAVAILABLE";
           msg.respond(
-            JSON.stringify({
-              error: { code: "CLUSTER_UNAVAILABLE", message: (e as Error).message },
-            }),
-            statusHeader(500),
+            JSON.stringify({ error: { code, message: (e as Error).message } }),
+            statusHeader(status),
           );
         },
       );
