@@ -1,7 +1,14 @@
-import { StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import {
+  JetStreamApiCodes,
+  JetStreamApiError,
+  StorageType,
+  type JetStreamClient,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { InfraNames } from "../config/names.ts";
-import { kvKeys } from "../thread-worker/buckets.ts";
+import { startupStep } from "../nats/startup-step.ts";
+import { kvKeys, kvStream } from "../thread-worker/buckets.ts";
 
 // The cluster bucket: its layout, each member's heartbeat and each partition's lease.
 
@@ -35,18 +42,29 @@ export interface ClusterView {
 export const memberKey = (id: string) => `member.${id}`;
 export const leaseKey = (k: number) => `lease.${k}`;
 
+/**
+ * Creates the cluster bucket when missing and opens it. The create is asked again while it meets
+ * another instance's (instances starting at once on a fresh cluster make it together).
+ */
 export async function openClusterBucket(
   js: JetStreamClient,
   names: InfraNames,
   replicas: number,
+  log?: (line: string) => void,
 ): Promise<KV> {
   const kvm = new Kvm(js);
-  await kvm.create(clusterBucket(names), {
-    history: 1,
-    storage: StorageType.File,
-    replicas,
-    description: "outline instances: layout, member.<id> heartbeats, lease.<partition>",
-  });
+  const bucket = clusterBucket(names);
+  await startupStep(
+    `creating bucket ${bucket} (stream ${kvStream(bucket)}, R${replicas})`,
+    () =>
+      kvm.create(bucket, {
+        history: 1,
+        storage: StorageType.File,
+        replicas,
+        description: "outline instances: layout, member.<id> heartbeats, lease.<partition>",
+      }),
+    log ? { log } : {},
+  );
   // Read through the leader (no direct gets): a lagging replica's answer could make a member
   // that just beat look silent (thread-worker/buckets.ts says more).
   return kvm.open(clusterBucket(names));
@@ -108,20 +126,53 @@ export function clusterViewOf(
   return view;
 }
 
-export async function checkLayout(kv: KV, partitions: number): Promise<void> {
-  const layout = await kv.get("layout");
-  if (!layout || layout.operation !== "PUT") {
-    try {
-      await kv.create("layout", JSON.stringify({ partitions }));
-      return;
-    } catch {
-      return checkLayout(kv, partitions);
-    }
-  }
-  const stored = layout.json<{ partitions: number }>().partitions;
-  if (stored !== partitions) {
-    throw new Error(
-      `OUTLINE_PARTITIONS is ${partitions} but the cluster runs ${stored} partitions (key 'layout' of its bucket): set OUTLINE_PARTITIONS=${stored}, the N of the server's {{partition(N,1)}} mapping; changing N needs every instance stopped and the mapping changed with it (docs/scale-out.md)`,
+/** A create of a key that holds a value: another member wrote it first. */
+const keyExists = (err: unknown) =>
+  err instanceof JetStreamApiError &&
+  (err.code === JetStreamApiCodes.StreamWrongLastSequence ||
+    err.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown);
+
+/**
+ * Writes the layout if no member did, or checks it. Each request is asked again while the
+ * bucket's stream, made a moment ago, has no leader yet (startupStep).
+ */
+export async function checkLayout(
+  kv: KV,
+  partitions: number,
+  names: Pick<InfraNames, "kvBucket">,
+  log?: (line: string) => void,
+): Promise<void> {
+  const bucket = clusterBucket(names);
+  const opts = log ? { log } : {};
+  // A round or two: a create refused as the key exists is followed by a read that finds it.
+  for (let round = 0; ; round++) {
+    const layout = await startupStep(
+      `reading key 'layout' of bucket ${bucket}`,
+      () => kv.get("layout"),
+      opts,
     );
+    if (layout?.operation === "PUT") {
+      const stored = layout.json<{ partitions: number }>().partitions;
+      if (stored === partitions) return;
+      throw new Error(
+        `OUTLINE_PARTITIONS is ${partitions} but the cluster runs ${stored} partitions (key 'layout' of its bucket): set OUTLINE_PARTITIONS=${stored}, the N of the server's {{partition(N,1)}} mapping; changing N needs every instance stopped and the mapping changed with it (docs/scale-out.md)`,
+      );
+    }
+    if (round > 2)
+      throw new Error(`key 'layout' of bucket ${bucket} is neither readable nor writable`);
+    // Asked again after a lost answer, our own write is found as a key that exists: read next.
+    const created = await startupStep(
+      `writing key 'layout' of bucket ${bucket}`,
+      () =>
+        kv.create("layout", JSON.stringify({ partitions })).then(
+          () => true,
+          (err: unknown) => {
+            if (keyExists(err)) return false;
+            throw err;
+          },
+        ),
+      opts,
+    );
+    if (created) return;
   }
 }

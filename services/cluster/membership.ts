@@ -6,7 +6,16 @@ import type { QueuedIterator } from "@nats-io/transport-node";
 import { liveMembers, planLeases, type Heartbeat, type LeasePlan } from "../../shared/ownership.ts";
 import type { InfraNames } from "../config/names.ts";
 import { wholeSetting, type SettingValues } from "../config/whole-setting.ts";
-import { checkLayout, leaseKey, memberKey, openClusterBucket, type MemberInfo } from "./bucket.ts";
+import { startupStep } from "../nats/startup-step.ts";
+import { kvStream } from "../thread-worker/buckets.ts";
+import {
+  checkLayout,
+  clusterBucket,
+  leaseKey,
+  memberKey,
+  openClusterBucket,
+  type MemberInfo,
+} from "./bucket.ts";
 
 /**
  * A member silent this long is dead. With a heartbeat every quarter of it, four in a row must be
@@ -79,8 +88,12 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
   const failoverMs = options.failoverMs ?? DEFAULT_FAILOVER_MS;
   const beatMs = Math.max(50, Math.floor(failoverMs / 4));
   const id = memberId();
-  const kv = await openClusterBucket(options.js, names, options.replicas);
-  await checkLayout(kv, partitions);
+  // Each request of the join is asked again while the bucket, made a moment ago by this or
+  // another instance, has no leader yet (startupStep): instances may start at once.
+  const retrying = (line: string) => log.warn(`cluster: ${line}`);
+  const step = <T>(what: string, fn: () => Promise<T>) => startupStep(what, fn, { log: retrying });
+  const kv = await openClusterBucket(options.js, names, options.replicas, retrying);
+  await checkLayout(kv, partitions, names, retrying);
 
   const since = new Date().toISOString();
   const beats = new Map<string, { seenAt: number; revision: number; info: MemberInfo }>();
@@ -345,8 +358,12 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
   // The watch first delivers every current value, then changes. Nothing is planned before the
   // current values are in (up to the bucket's last revision at start): a member or lease not
   // yet seen would look absent, and its partitions free.
-  const upTo = (await kv.status()).streamInfo.state.last_seq;
-  const watch: QueuedIterator<KvWatchEntry> = await kv.watch({ key: ">" });
+  const bucket = clusterBucket(names);
+  const upTo = (await step(`reading stream ${kvStream(bucket)}`, () => kv.status())).streamInfo
+    .state.last_seq;
+  const watch: QueuedIterator<KvWatchEntry> = await step(`watching bucket ${bucket}`, () =>
+    kv.watch({ key: ">" }),
+  );
   let initialized = false;
   let caughtUp: () => void = () => undefined;
   const current = new Promise<void>((resolve) => (caughtUp = resolve));
@@ -359,7 +376,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
     }
   })();
   await current;
-  await beat();
+  await step(`writing key '${memberKey(id)}' of bucket ${bucket}`, beat);
   initialized = true;
   // Beating from the first plan on: opening its partitions' consumers can outlast the failover
   // time on a loaded cluster, and a member silent meanwhile would have them taken over.

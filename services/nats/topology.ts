@@ -23,6 +23,8 @@ import {
 } from "./stream-check.ts";
 import { ENABLE_JETSTREAM } from "./jetstream-off.ts";
 import { purgeBySubjectIsSafe } from "./erase.ts";
+import { isTransientAtStart, startupStep } from "./startup-step.ts";
+import { isTransient } from "./transient.ts";
 import { subjects } from "./subjects.ts";
 
 export { publishDeadLetter, DEAD_LETTER_HEADERS, type DeadLetter } from "./dead-letter.ts";
@@ -32,6 +34,8 @@ export { TopologyError } from "./stream-check.ts";
 export interface TopologyOptions {
   /** Copies of each stream kept by a cluster; applies only to streams created now. */
   replicas?: number;
+  /** Told when a request is asked again (another instance making the same stream). */
+  log?: (line: string) => void;
 }
 
 export interface Topology {
@@ -175,28 +179,51 @@ async function explainAddFailure(jsm: JetStreamManager, plan: Plan, err: unknown
   );
 }
 
-async function ensureStream(jsm: JetStreamManager, plan: Plan): Promise<void> {
-  let info = await existing(jsm, plan.needs.name);
-  if (info === undefined) {
+/**
+ * Creates a stream, or finds the one another process starting at the same moment created. Its
+ * requests are asked again while they meet that create (a stream without its first leader yet
+ * answers nothing) or an R3 create slower than the request's timeout.
+ */
+async function createStream(
+  jsm: JetStreamManager,
+  plan: Plan,
+  step: <T>(what: string, fn: () => Promise<T>) => Promise<T>,
+): Promise<StreamInfo> {
+  const name = plan.needs.name;
+  return step(`creating stream ${name} (R${plan.config.num_replicas ?? 1})`, async () => {
     try {
-      info = await jsm.streams.add(plan.config);
+      return await jsm.streams.add(plan.config);
     } catch (err) {
-      // Another process starting at the same moment may have created it first.
-      info = await existing(jsm, plan.needs.name);
-      if (info === undefined) throw await explainAddFailure(jsm, plan, err);
+      // Found: made by another process, or by our own request whose answer was late.
+      // A read that fails as well is asked again with the create, or thrown.
+      const found = await existing(jsm, name);
+      if (found) return found;
+      if (isTransientAtStart(err)) throw err;
+      throw await explainAddFailure(jsm, plan, err);
     }
-  }
+  });
+}
+
+async function ensureStream(
+  jsm: JetStreamManager,
+  plan: Plan,
+  step: <T>(what: string, fn: () => Promise<T>) => Promise<T>,
+): Promise<void> {
+  const name = plan.needs.name;
+  let info =
+    (await step(`reading stream ${name}`, () => existing(jsm, name))) ??
+    (await createStream(jsm, plan, step));
   const have = info.config.subjects ?? [];
   const add = (plan.upgrade ?? []).filter((want) => !have.some((p) => subjectCovers(p, want)));
   if (add.length > 0) {
     try {
-      info = await jsm.streams.update(plan.needs.name, {
+      info = await jsm.streams.update(name, {
         ...info.config,
         subjects: [...have, ...add],
       });
     } catch (err) {
       // Another instance may have added them a moment ago.
-      const again = await existing(jsm, plan.needs.name);
+      const again = await step(`reading stream ${name}`, () => existing(jsm, name));
       if (!again) throw err;
       info = again;
     }
@@ -211,6 +238,7 @@ async function ensureBucket(
   names: InfraNames,
   replicas: number,
   deletesOneByOne: boolean,
+  step: <T>(what: string, fn: () => Promise<T>) => Promise<T>,
 ): Promise<KV> {
   const stream = `KV_${names.kvBucket}`;
   const needs: StreamNeeds = {
@@ -223,19 +251,22 @@ async function ensureBucket(
     direct: false,
     rollup: true,
   };
-  const info = await existing(jsm, stream);
+  const info = await step(`reading stream ${stream}`, () => existing(jsm, stream));
   if (info !== undefined) {
     const diffs = streamDifferences(needs, info.config);
     if (diffs.length > 0) throw topologyError(needs, diffs);
   }
-  // Opens an existing bucket as it is; creates it otherwise. History 1: only the latest
-  // snapshot matters, older ones are rebuilt from the streams.
-  return new Kvm(js).create(names.kvBucket, {
-    history: 1,
-    storage: StorageType.File,
-    replicas,
-    description: "Latest outline snapshot per thread (README.md, The contract)",
-  });
+  // Opens an existing bucket as it is; creates it otherwise (asked again, it finds the one
+  // another instance made). History 1: only the latest snapshot matters, older ones are rebuilt
+  // from the streams.
+  return step(`creating bucket ${names.kvBucket} (stream ${stream}, R${replicas})`, () =>
+    new Kvm(js).create(names.kvBucket, {
+      history: 1,
+      storage: StorageType.File,
+      replicas,
+      description: "Latest outline snapshot per thread (README.md, The contract)",
+    }),
+  );
 }
 
 /**
@@ -252,7 +283,12 @@ export async function ensureTopology(
   let jsm: JetStreamManager;
   try {
     // Creating R3 streams is a Raft write on every node: slow on a loaded cluster.
-    jsm = await jetstreamManager(nc, { timeout: TOPOLOGY_TIMEOUT_MS });
+    // Asked again while the cluster elects its meta leader; JetStream off is not.
+    jsm = await startupStep(
+      "reading the JetStream account",
+      () => jetstreamManager(nc, { timeout: TOPOLOGY_TIMEOUT_MS }),
+      { transient: isTransient, ...(options.log ? { log: options.log } : {}) },
+    );
   } catch (err) {
     throw new TopologyError(
       `JetStream is not available on ${nc.getServer()} (NATS_URL): ${(err as Error).message}; ${ENABLE_JETSTREAM}`,
@@ -260,8 +296,10 @@ export async function ensureTopology(
     );
   }
   const deletesOneByOne = !purgeBySubjectIsSafe(nc.info?.version);
-  for (const plan of plans(names, replicas, deletesOneByOne)) await ensureStream(jsm, plan);
+  const step = <T>(what: string, fn: () => Promise<T>) =>
+    startupStep(what, fn, options.log ? { log: options.log } : {});
+  for (const plan of plans(names, replicas, deletesOneByOne)) await ensureStream(jsm, plan, step);
   const js = jetstream(nc, { timeout: TOPOLOGY_TIMEOUT_MS });
-  const kv = await ensureBucket(jsm, js, names, replicas, deletesOneByOne);
+  const kv = await ensureBucket(jsm, js, names, replicas, deletesOneByOne, step);
   return { js, jsm, kv };
 }

@@ -1,6 +1,7 @@
 import { StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { InfraNames } from "../config/names.ts";
+import { startupStep } from "../nats/startup-step.ts";
 
 /**
  * The worker's own buckets, named after the snapshot bucket so that a test or a second
@@ -51,37 +52,37 @@ export async function kvKeys(jsm: JetStreamManager, bucket: string): Promise<str
 
 /**
  * Creates the worker's buckets when missing and opens them (an existing bucket is used as is).
- * File storage and history 1: only the latest value matters. Call after ensureTopology.
+ * File storage and history 1: only the latest value matters. Call after ensureTopology. Each
+ * create is asked again while it meets another instance's create of the same bucket (a new R3
+ * stream answers nothing until it has a leader), so instances may start at once.
  */
 export async function ensureWorkerBuckets(
   js: JetStreamClient,
   _jsm: JetStreamManager,
   names: InfraNames,
   replicas = 1,
+  log?: (line: string) => void,
 ): Promise<WorkerBuckets> {
   const kvm = new Kvm(js);
   const bucketNames = workerBucketNames(names);
-  await kvm.create(bucketNames.actors, {
-    history: 1,
-    storage: StorageType.File,
-    replicas,
-    description:
-      "Thread actor state per thread (tail texts stripped: they are read back from CHAT by sequence)",
-  });
-  await kvm.create(bucketNames.ids, {
-    history: 1,
-    storage: StorageType.File,
-    replicas,
-    description:
-      "Message ids applied per thread: <thread>.<hash(id)> = first CHAT sequence, so an id re-published after the duplicate window is applied once",
-  });
-  await kvm.create(bucketNames.busy, {
-    history: 1,
-    storage: StorageType.File,
-    replicas,
-    description:
-      "Threads with summaries or cuts outstanding: a worker starting wakes them, since no new event may come",
-  });
+  const create = (bucket: string, description: string) =>
+    startupStep(
+      `creating bucket ${bucket} (stream ${kvStream(bucket)}, R${replicas})`,
+      () => kvm.create(bucket, { history: 1, storage: StorageType.File, replicas, description }),
+      log ? { log } : {},
+    );
+  await create(
+    bucketNames.actors,
+    "Thread actor state per thread (tail texts stripped: they are read back from CHAT by sequence)",
+  );
+  await create(
+    bucketNames.ids,
+    "Message ids applied per thread: <thread>.<hash(id)> = first CHAT sequence, so an id re-published after the duplicate window is applied once",
+  );
+  await create(
+    bucketNames.busy,
+    "Threads with summaries or cuts outstanding: a worker starting wakes them, since no new event may come",
+  );
   // Read through the stream's leader: `Kvm.open` binds without direct gets, which any replica
   // answers, one that has not applied the last write yet included (nats-server < 2.12). A
   // thread's new owner must read its old owner's last save, and a fenced write's revision.

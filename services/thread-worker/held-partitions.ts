@@ -1,7 +1,9 @@
 import { jetstream, jetstreamManager, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { InfraNames } from "../config/names.ts";
+import { startupStep } from "../nats/startup-step.ts";
 import type { Subjects } from "../nats/subjects.ts";
+import { isTransient } from "../nats/transient.ts";
 import { joinCluster, type Membership } from "../cluster/membership.ts";
 import { errorText, type Logger } from "./log.ts";
 import { PartitionConsumers, UNPARTITIONED } from "./partitions.ts";
@@ -45,7 +47,11 @@ export async function holdPartitions(parts: {
 }): Promise<HeldPartitions> {
   const { nc, names, s, ctx, registry, log } = parts;
   // Consumers and leases are Raft writes on a cluster: slower than a publish under load.
-  const slowJsm = await jetstreamManager(nc, { timeout: 20_000 });
+  const slowJsm = await startupStep(
+    "reading the JetStream account",
+    () => jetstreamManager(nc, { timeout: 20_000 }),
+    { log: (line) => log.warn(line), transient: isTransient },
+  );
   const handing = new AbortController();
   const consumers = new PartitionConsumers(parts.js, slowJsm, names, s, {
     ackWaitMs: parts.ackWaitMs,

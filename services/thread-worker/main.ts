@@ -12,6 +12,15 @@ import { onSupervisorGone } from "../start/lifeline.ts";
 
 // Wiring only: settings → NATS → topology → summarizer → worker; drain on SIGTERM/SIGINT.
 const log = consoleLogger();
+/** nats.js's own errors, which say nothing of what was asked. */
+const NATS_CLIENT_ERRORS = new Set([
+  "TimeoutError",
+  "RequestError",
+  "NoResponders",
+  "JetStreamApiError",
+  "JetStreamError",
+  "JetStreamNotEnabled",
+]);
 
 async function main(): Promise<void> {
   const config = loadSettings();
@@ -24,7 +33,10 @@ async function main(): Promise<void> {
   if (inspectUrl !== undefined) log.info(`sending inspection events to ${inspectUrl}`);
   const url = natsUrlOf(config);
   const nc = await connectNats({ url, name: "outline-thread-worker", auth: config.auth });
-  await ensureTopology(nc, config.names, { replicas: config.replicas });
+  await ensureTopology(nc, config.names, {
+    replicas: config.replicas,
+    log: (line) => log.warn(line),
+  });
   const worker = await startThreadWorker({
     nc,
     names: config.names,
@@ -68,6 +80,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  log.error(errorText(err));
+  // A bare client error ("timeout") names no step of the start: its stack says where it was.
+  const bare = err instanceof Error && NATS_CLIENT_ERRORS.has(err.name);
+  log.error(bare ? (err.stack ?? errorText(err)) : errorText(err));
   process.exit(1);
 });

@@ -9,6 +9,8 @@ import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import { clusterBucket } from "../cluster/bucket.ts";
 import { clusterView } from "../cluster/view.ts";
 import type { InfraNames } from "../config/names.ts";
+import { isTransientAtStart, startupStep } from "../nats/startup-step.ts";
+import { ApiError } from "../prompt-builder/api-error.ts";
 import { notFound } from "./partitions.ts";
 
 /** The worker's consumer is ours to shape only when we create it; an existing one is checked. */
@@ -56,8 +58,15 @@ export async function refuseBesideMembers(
   nc: NatsConnection,
   names: InfraNames,
   failoverMs: number | undefined,
+  log?: (line: string) => void,
 ): Promise<void> {
-  const view = await clusterView(nc, names, failoverMs)();
+  // A bucket electing its leader answers nothing for a while (503 CLUSTER_UNAVAILABLE): asked
+  // again, not taken for "no members".
+  const read = clusterView(nc, names, failoverMs);
+  const view = await startupStep(`reading bucket ${clusterBucket(names)}`, read, {
+    ...(log ? { log } : {}),
+    transient: (err) => isTransientAtStart(err) || (err instanceof ApiError && err.status === 503),
+  });
   const live = view.members.filter((m) => m.live);
   if (live.length === 0) return;
   throw new Error(

@@ -10,6 +10,8 @@ import { DirectReader } from "../nats/direct-reader.ts";
 import { KvLeaderReader } from "../nats/kv-leader-reader.ts";
 import { InboxRequests } from "../nats/inbox-requests.ts";
 import { BucketWriter, KvWriter } from "../nats/kv-writer.ts";
+import { startupStep } from "../nats/startup-step.ts";
+import { isTransient } from "../nats/transient.ts";
 import { subjects } from "../nats/subjects.ts";
 import type { MeteredSummarizer } from "../summarizer/index.ts";
 import { startActorFeed } from "./actor-feed.ts";
@@ -127,9 +129,13 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   // A few requests per event and per summary node: written to the socket once per turn.
   coalesceWrites(nc);
   const js = jetstream(nc);
-  const jsm = await jetstreamManager(nc);
+  const retrying = (line: string) => log.warn(line);
+  const jsm = await startupStep("reading the JetStream account", () => jetstreamManager(nc), {
+    log: retrying,
+    transient: isTransient,
+  });
   const s = subjects(names);
-  const buckets = await ensureWorkerBuckets(js, jsm, names, options.replicas ?? 1);
+  const buckets = await ensureWorkerBuckets(js, jsm, names, options.replicas ?? 1, retrying);
   // Before the first event: an instance joining under load would pay its summarizer's start
   // (0.3 s of CPU for a thread, at load 11) inside its first deliveries' work.
   await options.summarizer.start?.();
@@ -185,7 +191,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   // and closed by the membership below.
   let messages: ConsumerMessages | undefined;
   if (partitions === undefined) {
-    await refuseBesideMembers(nc, names, options.failoverMs);
+    await refuseBesideMembers(nc, names, options.failoverMs, retrying);
     const single = await consumeSingle(js, jsm, names, ackWaitMs, maxAckPending);
     const limit = single.ackLimit > 0 ? single.ackLimit : Number.POSITIVE_INFINITY;
     ctx.deliveries.crowdAt(options.saveAtHeld ?? Math.ceil(limit * 0.9), limit);
