@@ -2,7 +2,6 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { KvWatchEntry } from "@nats-io/kv";
-import type { QueuedIterator } from "@nats-io/transport-node";
 import { liveMembers, planLeases, type Heartbeat, type LeasePlan } from "../../shared/ownership.ts";
 import type { InfraNames } from "../config/names.ts";
 import { wholeSetting, type SettingValues } from "../config/whole-setting.ts";
@@ -16,6 +15,7 @@ import {
   openClusterBucket,
   type MemberInfo,
 } from "./bucket.ts";
+import { watchFromCurrent } from "./watch-current.ts";
 
 /**
  * A member silent this long is dead. With a heartbeat every quarter of it, four in a row must be
@@ -53,6 +53,8 @@ export interface MembershipOptions {
   release(partitions: number[]): Promise<void>;
   /** What the heartbeat reports besides the partitions. */
   stats(): { threads: number; lag: number };
+  /** Tests: how long a watch may take to deliver the current values (WATCH_CATCH_UP_MS). */
+  watchCatchUpMs?: number;
   log: { info(line: string): void; warn(line: string): void };
 }
 
@@ -97,7 +99,6 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
 
   const since = new Date().toISOString();
   const beats = new Map<string, { seenAt: number; revision: number; info: MemberInfo }>();
-  let seenRevision = 0;
   const holders = new Map<number, { member: string; revision: number }>();
   const owned = new Set<number>();
   let heardCount = 1;
@@ -139,7 +140,6 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
     log.warn(`cluster: could not let go of partition ${k}: ${(err as Error).message}`);
 
   const onEntry = (e: KvWatchEntry) => {
-    seenRevision = Math.max(seenRevision, e.revision);
     if (e.key.startsWith("member.")) {
       const who = e.key.slice("member.".length);
       if (e.operation === "PUT")
@@ -361,21 +361,19 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
   const bucket = clusterBucket(names);
   const upTo = (await step(`reading stream ${kvStream(bucket)}`, () => kv.status())).streamInfo
     .state.last_seq;
-  const watch: QueuedIterator<KvWatchEntry> = await step(`watching bucket ${bucket}`, () =>
-    kv.watch({ key: ">" }),
-  );
   let initialized = false;
-  let caughtUp: () => void = () => undefined;
-  const current = new Promise<void>((resolve) => (caughtUp = resolve));
-  if (upTo === 0) caughtUp();
-  const watching = (async () => {
-    for await (const e of watch) {
+  // Bounded: a watch placed on a replica that is behind is made again (watch-current.ts).
+  const { watch, watching } = await watchFromCurrent({
+    upTo,
+    open: () => step(`watching bucket ${bucket}`, () => kv.watch({ key: ">" })),
+    onEntry: (e) => {
       onEntry(e);
-      if (seenRevision >= upTo) caughtUp();
       if (initialized && e.key !== memberKey(id)) kick();
-    }
-  })();
-  await current;
+    },
+    what: `bucket ${bucket}`,
+    log: retrying,
+    ...(options.watchCatchUpMs === undefined ? {} : { attemptMs: options.watchCatchUpMs }),
+  });
   await step(`writing key '${memberKey(id)}' of bucket ${bucket}`, beat);
   initialized = true;
   // Beating from the first plan on: opening its partitions' consumers can outlast the failover

@@ -1,8 +1,15 @@
 import { execFile } from "node:child_process";
-import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
+import {
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JsMsg,
+  type PushConsumer,
+  type PushConsumerOptions,
+} from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterEach, describe, expect, it } from "vitest";
-import { openClusterBucket, readCluster } from "../../services/cluster/bucket.ts";
+import { clusterBucket, openClusterBucket, readCluster } from "../../services/cluster/bucket.ts";
 import type { ClusterAnswer } from "../../services/cluster/view.ts";
 import {
   joinCluster,
@@ -79,7 +86,71 @@ function losingFirstReply(js: JetStreamClient, suffix: string): JetStreamClient 
   });
 }
 
+/** `js` whose first watch of `bucket` delivers its first value, then nothing (a replica behind). */
+function stallingFirstWatch(js: JetStreamClient, bucket: string, watches: { n: number }) {
+  const consumers = new Proxy(js.consumers, {
+    get(target, prop) {
+      if (prop === "getPushConsumer")
+        return async (stream: string, ...rest: unknown[]) => {
+          const pc = await (target.getPushConsumer as (...a: unknown[]) => Promise<PushConsumer>)(
+            stream,
+            ...rest,
+          );
+          if (stream !== `KV_${bucket}` || watches.n++ > 0) return pc;
+          return new Proxy(pc, {
+            get(c, p) {
+              if (p !== "consume") return forward(c, p);
+              return (opts: PushConsumerOptions = {}) => {
+                let delivered = 0;
+                return c.consume({
+                  ...opts,
+                  callback: (m: JsMsg) => {
+                    if (delivered++ === 0) void opts.callback?.(m);
+                  },
+                });
+              };
+            },
+          });
+        };
+      return forward(target, prop);
+    },
+  });
+  return new Proxy(js, { get: (t, p) => (p === "consumers" ? consumers : forward(t, p)) });
+}
+
+function forward(target: object, prop: string | symbol): unknown {
+  const value: unknown = Reflect.get(target, prop, target);
+  return typeof value === "function" ? (value as () => unknown).bind(target) : value;
+}
+
 describe("a member taking its partitions", () => {
+  // The audit: instances started ~8 s after the server leading the cluster bucket was killed and
+  // restarted said "outline is running" and hung 2.5 min without a word, their watch's consumer
+  // on a replica still behind the leader's last revision.
+  it("makes its watch again when it stalls below the bucket's last revision", async () => {
+    const nats = (scope.nats = await startOwnNats());
+    const names = uniqueNames();
+    nc = await connectNats({ url: nats.url, name: "member" });
+    const js = jetstream(nc);
+    const kv = await openClusterBucket(js, names, 1);
+    await kv.put("layout", JSON.stringify({ partitions: 2 }));
+    // A second revision, which the stalled watch never delivers (a key membership ignores).
+    await kv.put("note", "x");
+    const warnings: string[] = [];
+    const watches = { n: 0 };
+    member = await joinCluster(
+      memberOptions(stallingFirstWatch(js, clusterBucket(names), watches), names, {
+        watchCatchUpMs: 300,
+        log: { info: () => {}, warn: (line) => warnings.push(line) },
+      }),
+    );
+    expect(watches.n).toBeGreaterThanOrEqual(2);
+    expect(member.owned()).toEqual([0, 1]);
+    expect(warnings.join("\n")).toMatch(
+      /the watch of bucket \S+ reached revision 1 of 2 in 300 ms \(attempt 1\).*watching again/,
+    );
+  });
+
   // What a worker tells the explorer (how many workers answer a states request).
   it("counts the members it hears, until one falls silent", async () => {
     const { m, names, js } = await join((js) => js, {});
