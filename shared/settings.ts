@@ -29,6 +29,11 @@ export function threadSettingsOf(settings: ThreadSettings): ThreadSettings {
   return { line: settings.line, tail: [...settings.tail], outline: [...settings.outline] };
 }
 
+/** The variables that give a thread `settings`, as an environment would set them. */
+export function threadSettingsText(settings: ThreadSettings): string {
+  return `HISTORY_LINE=${settings.line} HISTORY_TAIL=${settings.tail.join(",")} HISTORY_OUTLINE=${settings.outline.join(",")}`;
+}
+
 export function sameThreadSettings(a: ThreadSettings, b: ThreadSettings): boolean {
   return (
     a.line === b.line &&

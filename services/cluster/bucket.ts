@@ -29,6 +29,8 @@ export interface MemberInfo {
   threads: number;
   /** Events stored and not yet delivered to it, over its partitions. */
   lag: number;
+  /** The settings its threads run under (`threadSettingsText`): alike on every member. */
+  settings?: string;
   leaving?: boolean;
 }
 

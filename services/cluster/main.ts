@@ -5,17 +5,25 @@ import { pathToFileURL } from "node:url";
 import { loadSettings } from "../config/load.ts";
 import { ManagedProcess } from "../start/processes.ts";
 import { startLocalCluster } from "./local.ts";
+import { untilStop } from "./supervise.ts";
 
-// `npm run cluster [-- --instances N]`: a local cluster as docs/scale-out.md describes it: three
+// `npm run cluster [-- --instances N] [--keep-going]`: a local cluster as docs/scale-out.md describes it: three
 // nats-servers on loopback (JetStream, the partition mapping, R3 streams) and N instances, each
 // `npm start` with NATS_URL listing the three servers. Ctrl-C drains the instances, then stops
 // the servers.
-const USAGE = `usage: npm run cluster [-- --instances N]
+const USAGE = `usage: npm run cluster [-- --instances N] [--keep-going]
 
 Starts 3 nats-servers on 127.0.0.1 (client ports OUTLINE_CLUSTER_PORT, default 14222, and the two
 after it) as one JetStream cluster with the partition mapping of docs/scale-out.md, then N
 instances (default 2), each a worker and a prompt-builder on PORT, PORT+1, … (default 8080).
-Data in ./.data/cluster. Ctrl-C stops it all.`;
+Data in ./.data/cluster. Ctrl-C stops it all.
+
+When one instance exits (its worker or prompt-builder died, or was killed) every instance is
+drained and the servers stopped, unless:
+
+  --keep-going   an instance that exits is reported and the others keep running, so a failover
+                 can be tried: kill a worker (its pid is in GET /cluster) and watch the others
+                 take its partitions. It all stops once every instance has exited.`;
 
 const log = (line: string) => console.error(`cluster: ${line}`);
 
@@ -31,6 +39,18 @@ async function main(): Promise<number> {
   if (argv.includes("--help") || argv.includes("-h")) {
     console.log(USAGE);
     return 0;
+  }
+  const keepGoing = argv.includes("--keep-going");
+  const unknown = argv.find(
+    (a, i) =>
+      a.startsWith("-") &&
+      a !== "--keep-going" &&
+      !(a === "--instances" || a.startsWith("--instances=")) &&
+      argv[i - 1] !== "--instances",
+  );
+  if (unknown !== undefined) {
+    console.error(`unknown option ${unknown}\n${USAGE}`);
+    return 2;
   }
   const count = Number(argValue(argv, "--instances") ?? 2);
   if (!Number.isSafeInteger(count) || count < 1 || count > 16) {
@@ -87,13 +107,12 @@ async function main(): Promise<number> {
     process.on("SIGINT", () => stop("SIGINT"));
     process.on("SIGTERM", () => stop("SIGTERM"));
   });
-  const died = Promise.race(instances.map((p) => p.exited.then(() => p.name)));
-  const why = await Promise.race([stopped, died.then((name) => `instance ${name} exited`)]);
+  const { why, failed } = await untilStop(instances, stopped, { keepGoing, log });
   log(`${why}: draining the instances, then the servers (Ctrl-C again kills at once)`);
   await Promise.all(instances.map((p) => p.stop("SIGTERM", 20_000)));
   await cluster.stop();
   log("stopped");
-  return why.startsWith("instance") ? 1 : 0;
+  return failed ? 1 : 0;
 }
 
 main().then(

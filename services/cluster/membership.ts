@@ -53,6 +53,11 @@ export interface MembershipOptions {
   release(partitions: number[]): Promise<void>;
   /** What the heartbeat reports besides the partitions. */
   stats(): { threads: number; lag: number };
+  /**
+   * The settings its threads run under (`threadSettingsText`), in its heartbeat: a member
+   * running others is warned of, as a thread moving between them changes settings.
+   */
+  settings?: string;
   /** Tests: how long a watch may take to deliver the current values (WATCH_CATCH_UP_MS). */
   watchCatchUpMs?: number;
   log: { info(line: string): void; warn(line: string): void };
@@ -117,6 +122,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
     capacity: options.capacity ?? 1,
     partitions: [...owned].sort((a, b) => a - b),
     ...options.stats(),
+    ...(options.settings === undefined ? {} : { settings: options.settings }),
     ...(leaving ? { leaving: true } : {}),
   });
   // Silence counts only while our own heartbeats are stored. While the bucket cannot be written
@@ -139,12 +145,26 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
   const letGoFailed = (k: number, err: unknown) =>
     log.warn(`cluster: could not let go of partition ${k}: ${(err as Error).message}`);
 
+  /** Members warned of for running other settings, and which. */
+  const otherSettings = new Map<string, string>();
+  const compareSettings = (who: string, theirs: string | undefined) => {
+    const ours = options.settings;
+    if (who === id || !ours || !theirs || theirs === ours || otherSettings.get(who) === theirs)
+      return;
+    otherSettings.set(who, theirs);
+    log.warn(
+      `cluster: member ${who} runs its threads with ${theirs}, this one with ${ours}: a thread takes the settings of whichever member holds its partition, and changes them when it moves (each change recorded, so replay still matches); set them alike on every instance (docs/scale-out.md)`,
+    );
+  };
+
   const onEntry = (e: KvWatchEntry) => {
     if (e.key.startsWith("member.")) {
       const who = e.key.slice("member.".length);
-      if (e.operation === "PUT")
-        beats.set(who, { seenAt: Date.now(), revision: e.revision, info: e.json<MemberInfo>() });
-      else beats.delete(who);
+      if (e.operation === "PUT") {
+        const info = e.json<MemberInfo>();
+        beats.set(who, { seenAt: Date.now(), revision: e.revision, info });
+        compareSettings(who, info.settings);
+      } else beats.delete(who);
     } else if (e.key.startsWith("lease.")) {
       const k = Number(e.key.slice("lease.".length));
       // Our own writes are recorded when made: an older event arriving later must not undo them.

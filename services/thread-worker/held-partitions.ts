@@ -1,5 +1,6 @@
 import { jetstream, jetstreamManager, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { threadSettingsText } from "../../shared/settings.ts";
 import type { InfraNames } from "../config/names.ts";
 import { startupStep } from "../nats/startup-step.ts";
 import type { Subjects } from "../nats/subjects.ts";
@@ -84,6 +85,7 @@ export async function holdPartitions(parts: {
     ...(parts.capacity === undefined ? {} : { capacity: parts.capacity }),
     log,
     stats: () => ({ threads: registry.size, lag: lastLag }),
+    settings: threadSettingsText(ctx.settings),
     // The consumers are read while the leases are written: taking one then only creates.
     prepare: (ks) => {
       for (const k of withUnpartitioned(ks)) consumers.prepare(k);

@@ -151,6 +151,33 @@ describe("a member taking its partitions", () => {
     );
   });
 
+  // Each thread runs under the settings of whichever member holds its partition: members set
+  // apart are warned of, by each of them, once.
+  it("warns of a member whose thread settings differ from its own", async () => {
+    const ours = "HISTORY_LINE=512 HISTORY_TAIL=12000,48000 HISTORY_OUTLINE=64000,128000";
+    const theirs = "HISTORY_LINE=512 HISTORY_TAIL=200,400 HISTORY_OUTLINE=2000,4000";
+    const warned: string[][] = [[], [], []];
+    const quiet = (i: number) => ({ info: () => {}, warn: (l: string) => warned[i]?.push(l) });
+    const { m, names, js } = await join((js) => js, { settings: ours, log: quiet(0) });
+    const other = await joinCluster(memberOptions(js, names, { settings: theirs, log: quiet(1) }));
+    const alike = await joinCluster(memberOptions(js, names, { settings: ours, log: quiet(2) }));
+    try {
+      await waitFor("each to hear the others", () => m.heard() === 3 && other.heard() === 3);
+      const about = (i: number, who: string) =>
+        (warned[i] ?? []).filter((l) => l.includes(`member ${who} runs its threads with`));
+      expect(about(0, other.id)).toEqual([
+        `cluster: member ${other.id} runs its threads with ${theirs}, this one with ${ours}: a thread takes the settings of whichever member holds its partition, and changes them when it moves (each change recorded, so replay still matches); set them alike on every instance (docs/scale-out.md)`,
+      ]);
+      expect(about(1, m.id)).toHaveLength(1);
+      expect(about(1, alike.id)).toHaveLength(1);
+      expect(about(0, alike.id)).toEqual([]);
+      expect(about(2, m.id)).toEqual([]);
+    } finally {
+      other.abandon();
+      alike.abandon();
+    }
+  });
+
   // What a worker tells the explorer (how many workers answer a states request).
   it("counts the members it hears, until one falls silent", async () => {
     const { m, names, js } = await join((js) => js, {});
