@@ -192,15 +192,21 @@ describe("messages newer than the snapshot", () => {
     for (const directReads of [0, 4, 32]) {
       const { reader: r } = reader({ directReads });
       const err = await rejection(r.messagesAfter(thread, snapshotSeq, until, stored - 1));
-      expect({ status: err.status, code: err.code }).toEqual({
+      // Asked again only once the worker can have caught up: HTTP sends it as Retry-After.
+      expect({ status: err.status, code: err.code, retryAfter: err.retryAfter }).toEqual({
         status: 503,
         code: "SNAPSHOT_BEHIND",
+        retryAfter: 5,
       });
       expect(err.message).toContain(`more than ${stored - 1} messages newer`);
       expect(await r.messagesAfter(thread, snapshotSeq, until, stored)).toHaveLength(N - K + 1);
       const ops = uncachedOps(directReads, 5);
       const e = await rejection(ops.promptBody({ thread, agent: "north" }));
-      expect(e.status).toBe(503);
+      expect({ status: e.status, code: e.code, retryAfter: e.retryAfter }).toEqual({
+        status: 503,
+        code: "SNAPSHOT_BEHIND",
+        retryAfter: 5,
+      });
     }
   });
 

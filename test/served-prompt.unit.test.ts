@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { Message } from "../shared/events.ts";
 import type { OpenAIMessage } from "../shared/prompt.ts";
 import type { OutlineSnapshot } from "../shared/snapshot.ts";
+import { ApiError } from "../services/prompt-builder/api-error.ts";
 import { createOperations, type PromptReply } from "../services/prompt-builder/operations.ts";
 import { BLOCKS_PER_RUN } from "../services/prompt-builder/prompt-turns.ts";
 import type { StoredMessage, ThreadReader } from "../services/prompt-builder/reader.ts";
@@ -94,6 +95,27 @@ describe("the served prompt: the snapshot's tail whole, then what was stored aft
       expect(shown.slice(1)).toEqual([2, 3, 4, 5].map((i) => `Ana: message ${i}`));
       expect(reply.stats.newerThanSnapshot).toBe(2);
       expect(reply.stats.snapshotSeq).toBe(8);
+    }
+  });
+
+  it("a tail message the snapshot names but NATS lacks: 503 STATE_MISSING, asked again in 1 s", async () => {
+    const thread = new FakeThread();
+    for (let i = 0; i < 4; i++) thread.add(i);
+    thread.snapshotOf(4, 2);
+    thread.messages.splice(2, 1); // the worker still publishing it, or the thread just erased
+    const ops = createOperations(thread);
+    const request = { thread: "t", agent: "north" };
+    for (const served of [ops.prompt(request), ops.promptBody(request)]) {
+      const err = (await served.then(
+        () => undefined,
+        (e: unknown) => e,
+      )) as ApiError;
+      expect(err).toBeInstanceOf(ApiError);
+      expect({ status: err.status, code: err.code, retryAfter: err.retryAfter }).toEqual({
+        status: 503,
+        code: "STATE_MISSING",
+        retryAfter: 1,
+      });
     }
   });
 

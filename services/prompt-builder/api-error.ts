@@ -36,3 +36,15 @@ export const notFound = (thread: string): ApiError =>
     "THREAD_NOT_FOUND",
     `thread '${thread}' has no outline and no messages: check the thread id, or publish a message to it first (unless it was deleted: a deleted thread's id takes no new messages)`,
   );
+
+/**
+ * More messages newer than the thread's snapshot than a prompt reads: the worker is behind or
+ * stopped. Asking again makes sense only once it has caught up, so not at once.
+ */
+export const snapshotBehind = (thread: string, max: number): ApiError =>
+  new ApiError(
+    503,
+    "SNAPSHOT_BEHIND",
+    `thread '${thread}' has more than ${max} messages newer than its snapshot: the thread worker is behind or not running; start it or wait for it to catch up, then retry`,
+    { retryAfter: 5 },
+  );

@@ -103,6 +103,8 @@ function missing(what: string, thread: string): ApiError {
     503,
     "STATE_MISSING",
     `${what} of thread '${thread}' is not in NATS although the snapshot names it: the thread may have been deleted meanwhile or the worker is still publishing; retry, and if it persists rebuild with 'outline replay --thread ${thread}'`,
+    // The worker writes what a snapshot names before the snapshot: a moment later it is there.
+    { retryAfter: 1 },
   );
 }
 

@@ -9,7 +9,7 @@ import {
   type RenderedOutline,
 } from "../../shared/prompt.ts";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
-import { ApiError } from "./api-error.ts";
+import { snapshotBehind } from "./api-error.ts";
 import { ByteLru } from "./lru.ts";
 import type { StoredMessage } from "./reader.ts";
 import type { PromptFormat } from "./requests.ts";
@@ -104,7 +104,7 @@ export class PromptTurns {
       let after = from > held.base ? held.after.filter((m) => m.seq > from) : held.after;
       if (lastSeq > held.upTo) {
         const room = max - after.length;
-        if (room <= 0) throw behind(thread, max);
+        if (room <= 0) throw snapshotBehind(thread, max);
         after = [...after, ...(await read(held.upTo, lastSeq, room))];
       }
       next = { base: from, upTo: Math.max(lastSeq, held.upTo), after };
@@ -222,10 +222,3 @@ function keptOutline(rendered: RenderedOutline, format: PromptFormat): KeptOutli
   return { rendered, json: message ? Buffer.from(JSON.stringify(message)) : undefined };
 }
 
-function behind(thread: string, max: number): ApiError {
-  return new ApiError(
-    503,
-    "SNAPSHOT_BEHIND",
-    `thread '${thread}' has more than ${max} messages newer than its snapshot: the thread worker is behind or not running; start it or wait for it to catch up, then retry`,
-  );
-}

@@ -18,7 +18,7 @@ import { subjects, type Subjects } from "../nats/subjects.ts";
 import { kvStream, kvSubject, workerBucketNames } from "../thread-worker/buckets.ts";
 import { decodeChatBody } from "../thread-worker/decode.ts";
 import { claimedSeq, idKey } from "../thread-worker/id-index.ts";
-import { ApiError } from "./api-error.ts";
+import { ApiError, snapshotBehind } from "./api-error.ts";
 import { ByteLru } from "./lru.ts";
 import { MessageCache } from "./message-cache.ts";
 import { lazyBucket } from "./snapshot-bucket.ts";
@@ -393,11 +393,7 @@ export function createReader(
       const take = (stored: string, seq: number, data: Uint8Array): void => {
         read += 1;
         if (read > max) {
-          throw new ApiError(
-            503,
-            "SNAPSHOT_BEHIND",
-            `thread '${thread}' has more than ${max} messages newer than its snapshot: the thread worker is behind or not running; start it or wait for it to catch up, then retry`,
-          );
+          throw snapshotBehind(thread, max);
         }
         const parsed = parseAndKeep(stored, seq, data, thread);
         if (parsed) out.push(parsed);
