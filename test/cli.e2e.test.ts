@@ -371,6 +371,12 @@ describe("which nats-server the CLI asks", () => {
       expect(r.stderr).toBe(
         `outline send: cannot connect to NATS at nats://127.0.0.1:${port} (from ${file}, written by an 'npm start'): connection refused; the 'npm start' that wrote it is not running (killed?): start it again ('npm start' in ${dir}), or set NATS_URL to a server that runs\n`,
       );
+      // The replay connects on its own path: the same source, the same advice.
+      const replay = await outlineIn(dir, "replay", "--all");
+      expect(replay.code).toBe(2);
+      expect(replay.stderr).toContain(
+        `cannot connect to NATS at nats://127.0.0.1:${port} (from ${file}, written by an 'npm start')`,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -74,10 +74,3 @@ export function unreachableAdvice(from: string): string {
   }
   return "start nats-server with JetStream ('nats-server -js'), fix NATS_URL, or unset it and use 'npm start' to run a local server";
 }
-
-export function natsUrlOf(
-  config: { settings: Pick<Config["settings"], "natsUrl"> },
-  cwd = process.cwd(),
-): string {
-  return natsUrlSource(config, cwd).url;
-}

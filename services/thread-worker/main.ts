@@ -7,7 +7,7 @@ import { consoleLogger, errorText } from "./log.ts";
 import { workerSettings } from "./settings.ts";
 import { workerMetricsSubject } from "./metrics-endpoint.ts";
 import { startThreadWorker } from "./worker.ts";
-import { natsUrlOf } from "../config/nats-url.ts";
+import { natsUrlSource } from "../config/nats-url.ts";
 import { onSupervisorGone } from "../start/lifeline.ts";
 
 // Wiring only: settings → NATS → topology → summarizer → worker; drain on SIGTERM/SIGINT.
@@ -31,8 +31,8 @@ async function main(): Promise<void> {
   const inspectUrl = inspectUrlFromArgv(process.argv.slice(2));
   const inspector = inspectUrl === undefined ? undefined : createWorkerInspector(inspectUrl);
   if (inspectUrl !== undefined) log.info(`sending inspection events to ${inspectUrl}`);
-  const url = natsUrlOf(config);
-  const nc = await connectNats({ url, name: "outline-thread-worker", auth: config.auth });
+  const { url, from } = natsUrlSource(config);
+  const nc = await connectNats({ url, from, name: "outline-thread-worker", auth: config.auth });
   await ensureTopology(nc, config.names, {
     replicas: config.replicas,
     log: (line) => log.warn(line),

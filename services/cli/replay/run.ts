@@ -25,7 +25,7 @@ import {
 import { ThreadReplay, type StoredEvent, type Resummarize } from "./rebuild.ts";
 import { createResummarizer } from "./resummarize.ts";
 import { rebuildSearchIndexes, searchNotRebuilt } from "./search.ts";
-import { natsUrlOf } from "../../config/nats-url.ts";
+import { natsUrlSource } from "../../config/nats-url.ts";
 
 export interface ReplayDeps {
   env?: Readonly<Record<string, string | undefined>>;
@@ -388,9 +388,10 @@ export async function run(argv: readonly string[], deps: ReplayDeps = {}): Promi
     }
     const config = loadSettings(deps.env ?? process.env, argv);
     for (const warning of config.warnings) stderr.write(`replay: warning: ${warning}\n`);
-    const url = natsUrlOf(config);
+    const { url, from } = natsUrlSource(config);
     nc = await connectNats({
       url,
+      from,
       name: "outline-replay",
       auth: config.auth,
       startupTimeoutMs: 5_000,
