@@ -221,4 +221,3 @@ function keptOutline(rendered: RenderedOutline, format: PromptFormat): KeptOutli
   const message = format === "anthropic" ? rendered.anthropic : rendered.openai;
   return { rendered, json: message ? Buffer.from(JSON.stringify(message)) : undefined };
 }
-
