@@ -4,19 +4,16 @@
 #     -e HOST=0.0.0.0 -e OUTLINE_API_TOKEN=<secret> outline
 # or name the compiled entry as the command:
 #   docker run outline node dist/thread-worker.js
-# The services run as compiled JavaScript (services/build/build.js) on the current LTS Node.
-# Node 20, which development on this repository still supports, reached its end of life.
+# The services run as compiled JavaScript (services/build/build.js) on Node 24 LTS, the line
+# package.json's `engines` and its `node` dependency name.
 
-# Production dependencies. better-sqlite3 (the search index) is a native addon, compiled here
-# when no prebuilt binary can be fetched for this Node; scripts are skipped otherwise (npm's
-# `prepare` builds the sources, which are not copied yet).
+# Production dependencies: no native addon (the search index is node:sqlite). Scripts are skipped:
+# npm's `prepare` builds the sources, which are not copied yet, and the image's own Node runs
+# everything, so the `node` package's download of the same runtime is not needed.
 FROM node:24-slim AS deps
 WORKDIR /app
-RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
-  && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
-  && npm rebuild better-sqlite3 \
   && npm cache clean --force
 
 # The compiled services: dist/<service>.js and the chunks they share (esbuild is a dependency).

@@ -1,6 +1,7 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { fold, normalizeText, planQuery } from "../shared/search.ts";
@@ -108,5 +109,54 @@ describe("SearchStore", () => {
     const junk = join(dir, "junk.db");
     writeFileSync(junk, "not a database ".repeat(200));
     expect(() => SearchStore.open(junk)).toThrow(StoreMismatch);
+  });
+});
+
+describe("an index written by the better-sqlite3 store", () => {
+  // test/fixtures/search-index-v1/search.db was written by the store before it moved to
+  // node:sqlite: threads alpha and beta with six messages each, thread gone deleted, seq 20.
+  const texts = [
+    "the locker code is 4711",
+    "we moved the launch to Tuesday",
+    "東京で会いましょう 🎉",
+    "scratch Halifax, we're doing Porto",
+    "ok",
+    "ZEBRA-42 is the ticket",
+  ];
+  const copy = () => {
+    const path = join(dir, "old.db");
+    copyFileSync(
+      fileURLToPath(new URL("fixtures/search-index-v1/search.db", import.meta.url)),
+      path,
+    );
+    return path;
+  };
+
+  it("is read as it is: the same hits, sequence and stream, and it takes new events", () => {
+    const store = SearchStore.open(copy());
+    expect(store.appliedSeq).toBe(20);
+    expect(store.stream).toEqual({ name: "CHAT", created: "2026-01-01T00:00:00.000Z" });
+    expect(store.totals()).toEqual({ threads: 2, messages: 12 });
+    // Every query kind (trigram words and phrase, dense grams, a short scan) finds what a fresh
+    // index of the same events finds.
+    const fresh = SearchStore.open(join(dir, "fresh.db"));
+    let seq = 0;
+    const events: IndexEvent[] = [];
+    for (const t of ["alpha", "beta", "gone"]) {
+      texts.forEach((x, i) => events.push(message(t, i, `${x} (${t})`, ++seq)));
+    }
+    events.push({ kind: "other", seq: ++seq }, { kind: "deleted", seq: ++seq, thread: "gone" });
+    fresh.apply(events, seq);
+    for (const q of ["locker code", "Porto", "東京", "🎉", "ok", "zebra-42", "tuesday launch"]) {
+      for (const t of ["alpha", "beta", "gone"]) {
+        expect(ids(store, t, q), `${q} in ${t}`).toEqual(ids(fresh, t, q));
+      }
+    }
+    expect(ids(store, "alpha", "locker")).toEqual([0]);
+    expect(store.rowsOf("gone")).toBe(0);
+    store.apply([message("alpha", 6, "the locker moved", 21)], 21);
+    expect(ids(store, "alpha", "locker")).toEqual([6, 0]);
+    fresh.close();
+    store.close();
   });
 });

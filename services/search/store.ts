@@ -1,6 +1,6 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
-import Database from "better-sqlite3";
+import { DatabaseSync } from "node:sqlite";
 import type { Message } from "../../shared/events.ts";
 import { denseGrams, fold, searchableText, type QueryPlan } from "../../shared/search.ts";
 
@@ -97,6 +97,32 @@ CREATE VIRTUAL TABLE IF NOT EXISTS grams USING fts5 (
 );
 `;
 
+// SQLite's primary result codes (an extended code carries one in its low byte).
+const SQLITE_BUSY = 5;
+const SQLITE_LOCKED = 6;
+const SQLITE_CORRUPT = 11;
+const SQLITE_NOTADB = 26;
+const sqliteCode = (err: unknown): number | undefined => {
+  const code = (err as { errcode?: unknown }).errcode;
+  return typeof code === "number" ? code & 0xff : undefined;
+};
+
+/** A numeric pragma's value. */
+const pragma = (db: DatabaseSync, name: string): number =>
+  Number(Object.values(db.prepare(`PRAGMA ${name}`).get() ?? {})[0]);
+
+/** Runs `body` in one transaction: all of it is written, or none of it. */
+function transaction(db: DatabaseSync, body: () => void): void {
+  db.exec("BEGIN");
+  try {
+    body();
+    db.exec("COMMIT");
+  } catch (err) {
+    if (db.isTransaction) db.exec("ROLLBACK");
+    throw err;
+  }
+}
+
 /** The index file could not be opened as ours (corrupt, another program's, another version). */
 export class StoreMismatch extends Error {
   override readonly name = "StoreMismatch";
@@ -113,12 +139,12 @@ const asHit = (r: Row): IndexedHit => ({
 
 export class SearchStore {
   readonly path: string;
-  readonly #db: Database.Database;
+  readonly #db: DatabaseSync;
   readonly #s;
   readonly #candidates: number;
   #applied: number;
 
-  private constructor(path: string, db: Database.Database, candidates: number) {
+  private constructor(path: string, db: DatabaseSync, candidates: number) {
     this.path = path;
     this.#db = db;
     this.#candidates = candidates;
@@ -176,27 +202,28 @@ export class SearchStore {
    */
   static open(path: string, options: StoreOptions = {}): SearchStore {
     mkdirSync(dirname(path), { recursive: true });
-    let db: Database.Database | undefined;
+    let db: DatabaseSync | undefined;
     try {
-      db = new Database(path);
+      // A second opener waits up to 5 s for the lock before it is told the file is in use.
+      db = new DatabaseSync(path, { timeout: 5000, allowUnknownNamedParameters: true });
       // One process per file: a second search service on the same file would apply every event
       // again. The lock is taken now (a write) and held until close.
-      db.pragma("locking_mode = EXCLUSIVE");
-      db.pragma("journal_mode = WAL");
+      db.exec("PRAGMA locking_mode = EXCLUSIVE");
+      db.exec("PRAGMA journal_mode = WAL");
       db.exec("BEGIN IMMEDIATE; COMMIT");
       // A crash loses nothing (WAL); a power cut may take back the last transactions, and with
       // them the sequence they moved to: CHAT is read again from there.
-      db.pragma("synchronous = NORMAL");
-      db.pragma(`cache_size = -${(options.cacheMiB ?? 32) * 1024}`);
-      db.pragma("mmap_size = 0");
+      db.exec("PRAGMA synchronous = NORMAL");
+      db.exec(`PRAGMA cache_size = -${(options.cacheMiB ?? 32) * 1024}`);
+      db.exec("PRAGMA mmap_size = 0");
       db.function("folded_has", { deterministic: true }, (text: unknown, q: unknown) =>
         typeof text === "string" && typeof q === "string" && fold(text).includes(q) ? 1 : 0,
       );
-      const version = db.pragma("user_version", { simple: true }) as number;
+      const version = pragma(db, "user_version");
       const tables = db.prepare("SELECT count(*) AS n FROM sqlite_schema").get() as { n: number };
       if (version === 0 && tables.n === 0) {
         db.exec(SCHEMA);
-        db.pragma(`user_version = ${SCHEMA_VERSION}`);
+        db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
       } else if (version !== SCHEMA_VERSION) {
         throw new StoreMismatch(
           `${path} is not a search index of version ${SCHEMA_VERSION} (found version ${version})`,
@@ -205,8 +232,8 @@ export class SearchStore {
       return new SearchStore(path, db, options.candidates ?? CANDIDATES);
     } catch (err) {
       db?.close();
-      const code = (err as { code?: unknown }).code;
-      if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED") {
+      const code = sqliteCode(err);
+      if (code === SQLITE_BUSY || code === SQLITE_LOCKED) {
         throw new Error(
           `${path} is in use by another search service; give each its own file (${"OUTLINE_SEARCH_DB"})`,
         );
@@ -214,7 +241,7 @@ export class SearchStore {
       // Only a file that is not an index of ours is given up (and rebuilt): never one that could
       // not be read for another reason (permissions, a full disk).
       if (err instanceof StoreMismatch) throw err;
-      if (code === "SQLITE_NOTADB" || code === "SQLITE_CORRUPT") {
+      if (code === SQLITE_NOTADB || code === SQLITE_CORRUPT) {
         throw new StoreMismatch(
           `${path} cannot be opened as a search index: ${(err as Error).message}`,
         );
@@ -270,7 +297,7 @@ export class SearchStore {
    */
   apply(events: readonly IndexEvent[], throughSeq: number): ApplyCounts {
     const counts: ApplyCounts = { indexed: 0, duplicates: 0, deleted: 0 };
-    this.#db.transaction(() => {
+    transaction(this.#db, () => {
       for (const event of events) {
         if (event.seq <= this.#applied || event.kind === "other") continue;
         const thread = this.#threadKey(event.thread);
@@ -299,7 +326,7 @@ export class SearchStore {
       const through = Math.max(this.#applied, throughSeq);
       this.#s.setMeta.run("seq", through);
       this.#applied = through;
-    })();
+    });
     return counts;
   }
 
@@ -317,9 +344,9 @@ export class SearchStore {
         : (this.#s.live.all() as { name: string }[]).map((r) => r.name);
     const gone = candidates.filter((name) => !present.has(name));
     if (gone.length === 0) return gone;
-    this.#db.transaction(() => {
+    transaction(this.#db, () => {
       for (const name of gone) this.#erase(this.#threadKey(name).key);
-    })();
+    });
     return gone;
   }
 
@@ -342,7 +369,8 @@ export class SearchStore {
   }
 
   totals(): { threads: number; messages: number } {
-    return this.#s.totals.get() as { threads: number; messages: number };
+    const { threads, messages } = this.#s.totals.get() as { threads: number; messages: number };
+    return { threads, messages };
   }
 
   /**
@@ -403,17 +431,15 @@ export class SearchStore {
 
   /** Bytes of the file and its WAL. */
   bytes(): number {
-    const page = this.#db.pragma("page_size", { simple: true }) as number;
-    const pages = this.#db.pragma("page_count", { simple: true }) as number;
-    return page * pages;
+    return pragma(this.#db, "page_size") * pragma(this.#db, "page_count");
   }
 
   /** Writes the WAL back into the file (before the file is measured or renamed). */
   checkpoint(): void {
-    this.#db.pragma("wal_checkpoint(TRUNCATE)");
+    this.#db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   }
 
   close(): void {
-    if (this.#db.open) this.#db.close();
+    if (this.#db.isOpen) this.#db.close();
   }
 }
