@@ -215,8 +215,8 @@ function sampleSum(text: string, name: string, having = ""): number {
 /**
  * BENCH_E2E_WARM=<share>: before the clock, each consumer handles this share of the variant's
  * messages on threads of their own (0.5 by default; 0: a cold process). A deployed worker runs for
- * days: a cold one's first seconds are mostly V8 compiling its hot paths (heavy, 2026-12-02: 4.5
- * against 2.8 worker CPU s a round), which a throughput figure is not about.
+ * days: a cold one's first seconds are mostly V8 compiling its hot paths (heavy: over 1.5× the
+ * worker CPU of a warm round, with BENCH_E2E_WARM=0), which a throughput figure is not about.
  */
 const WARM_SHARE = Number(process.env.BENCH_E2E_WARM ?? 0.5);
 

@@ -4,7 +4,7 @@
 // server with the partition mapping, each on a fresh nats-server. The clock runs from the first
 // publish until every thread's snapshot shows its last message; workers are started and have
 // split the partitions before it starts. Goal: two ≥ 0.8× one on this 2-core machine, where the
-// two workers and nats-server share the cores (today's figure without partitions: 0.06-0.09×).
+// two workers and nats-server share the cores (without partitions: 0.06-0.09×).
 // The headline is the median of the rounds' ratios: each round runs one and two back to back,
 // under the same load, and the best rounds' ratio (one high round of either side) is beside it.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";

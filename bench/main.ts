@@ -1,8 +1,8 @@
 // `npm run bench` runs every benchmark; `npm run bench -- core` one of them. Figures are printed
 // and written to bench/results.json with the machine they were measured on. Each benchmark runs
 // in a Node process of its own, so one's heap and JIT state do not colour the next one's figures
-// (latency tails most of all: run after the others in one process, the prompt p99 once measured
-// 17 ms; alone, minutes later, 7.7-8.1 ms).
+// (latency tails most of all: the prompt p99 after the others in one process was about twice
+// its figure alone).
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";

@@ -18,8 +18,8 @@ import { perSecond, publishAll, roundRobin } from "./support/load.ts";
 import { profiled } from "./support/profile.ts";
 import { startBenchServer, type BenchServer } from "./support/server.ts";
 
-// ~2.5 ms per message on one thread through the worker (shared/thread.ts re-runs the merge batch
-// on every summary while a batch waits): 100,000 take ~4 minutes of the 10 `npm run bench` has.
+// About 0.3 ms per message on one thread through the worker: 100,000 take under a minute of the
+// 10 `npm run bench` has.
 const MESSAGES = Number(process.env.BENCH_SCALE_MESSAGES ?? 100_000);
 const THREADS = Number(process.env.BENCH_SCALE_THREADS ?? 10_000);
 const CHECKPOINTS = [...new Set([1_000, 10_000, 100_000, MESSAGES])]

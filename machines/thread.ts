@@ -198,7 +198,7 @@ export type ThreadMachine = typeof threadMachine;
 /**
  * A hosted thread that was never stored, as `loaded` with nothing leaves it: its host starts the
  * actor from this snapshot, as there is nothing to load. XState's initial transition and
- * `loaded` cost a fresh worker about 0.1 ms per new thread, their code still cold.
+ * `loaded` cost a fresh worker about 0.1 ms per new thread, their code still cold (bench e2e).
  */
 export function newThreadSnapshot(input: ThreadInput): Snapshot<unknown> {
   const context = initialContext(input, true);

@@ -150,7 +150,7 @@ interface View {
 const VIEW = Symbol("view");
 
 // One getter for every lazy job, its state and ref in a hidden property of the job: a getter made
-// per job (a closure) gave each job a hidden class of its own, ~1.5 µs and garbage per job.
+// per job (a closure) would give each job a hidden class of its own, and garbage.
 const LAZY_CONTEXT: PropertyDescriptor = {
   enumerable: true,
   get(this: { [VIEW]: View }): ContextLine[] {
@@ -162,9 +162,10 @@ const LAZY_CONTEXT: PropertyDescriptor = {
 /**
  * `jobFor` for a job handed to the host (the machine's requestSummary effect), its view worked
  * out when first read: a group's call reads only its first node's view (`SummaryGroup.context`),
- * and the offline summarizers read none, so building every member's view (the lines before it,
- * ~9 µs) was work done for nothing. Only for a settled state: the core copies on write, so the
- * state a job keeps never changes; a state inside a transition (a NodeTexts callback's) does.
+ * and the offline summarizers read none, so building every member's view (the lines before it)
+ * would be work done for nothing (three quarters of the views' CPU in bench scale). Only for a
+ * settled state: the core copies on write, so the state a job keeps never changes; a state
+ * inside a transition (a NodeTexts callback's) does.
  */
 export function lazyJobFor(state: ThreadState, ref: NodeRef): SummaryJob {
   const job = jobWithoutView(state, ref);
@@ -174,8 +175,8 @@ export function lazyJobFor(state: ThreadState, ref: NodeRef): SummaryJob {
 
 type WithoutView<T> = T extends unknown ? Omit<T, "context"> : never;
 
-// Jobs are whole literals, not `{ ...base, kind, … }`: in Node 20's V8 a property added to a
-// spread copy takes a slow path (~3 µs and a new hidden class each time), twice per leaf job.
+// Jobs are whole literals, not `{ ...base, kind, … }`: a literal is one allocation of a fixed
+// shape, where a spread copy plus properties costs V8 about twice that, twice per leaf job.
 function jobWithoutView(state: ThreadState, ref: NodeRef): WithoutView<SummaryJob> {
   const { thread } = state;
   const name = `${nodeId(ref)}+${nodeSize(ref)}`;

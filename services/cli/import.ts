@@ -110,7 +110,7 @@ function hash53(text: string, seed = 0): number {
  * Message ids remembered per import, to warn of one that comes again with other content. The
  * bound: the last 1,000,000 distinct (thread, id) pairs, each one Map entry of two numbers (a
  * 53-bit hash of thread and id; the first line's number and 20 bits of its text's hash), about
- * 60 MB at most whatever the file's size (measured). A repeat further back is not compared; a
+ * 60 MB at most whatever the file's size. A repeat further back is not compared; a
  * hash that collides can at worst leave a repeat unwarned (text: once in 10^6) or warn of one
  * that is not (id: once in 10^10 lines): a warning only, nothing is published differently.
  */

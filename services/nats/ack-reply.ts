@@ -28,7 +28,7 @@ export function deliveryOf(reply: string, consumer: string): Delivery | undefine
   // Old form: 7 tokens, the consumer second; newer form: 10, the consumer fourth.
   const first = tokens === 7 ? 1 : tokens === 10 ? 3 : -1;
   if (first < 0) return undefined;
-  // No closure per message here: under tsx each one costs a name definition.
+  // No closure per message here: this runs for every delivery the worker acks.
   const end = reply.length;
   const consumerAt = starts[first] as number;
   const consumerEnd = tokenEnd(starts, tokens, first, end);

@@ -9,8 +9,8 @@ import { nanos, RequestError } from "@nats-io/transport-node";
 
 /**
  * Consumers made and dropped before one lands on the leader: each does 1 in 3 on R3, so a read
- * gives up with (2/3)^64 ≈ 5e-12. At 20 ((2/3)^20 = 3e-4) a cluster test that reads hundreds of
- * threads gave up once in 12 runs (2026-12-04), with the leader healthy.
+ * gives up with (2/3)^64 ≈ 5e-12. At 20 ((2/3)^20 = 3e-4) the cluster test, which reads hundreds
+ * of threads, gave up now and then with the leader healthy.
  */
 const MAX_PLACEMENTS = 64;
 /** How long a request that timed out or found no leader is asked again (a server rejoining). */

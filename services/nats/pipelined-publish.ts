@@ -16,9 +16,9 @@ export interface PipelinedPublisher {
 
 /**
  * JetStream publishes for bulk work: each a core publish whose reply goes to one subscription of
- * ours, so many are in flight with no timer or inbox each. `jetstream().publish` (a request with
- * its own timeout per message) measured 3,954 msg/s here against 20,828 for this (20,000 publishes,
- * 512 in flight, loaded 2-core machine). A publish unanswered after `timeoutMs` fails.
+ * ours, so many are in flight with no timer or inbox each: about twice `jetstream().publish`'s
+ * rate, a request with its own timeout per message (bench cli). A publish unanswered after
+ * `timeoutMs` fails.
  */
 export function pipelinedPublisher(
   nc: NatsConnection,

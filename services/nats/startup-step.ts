@@ -5,7 +5,7 @@ import { isTransient } from "./transient.ts";
  * How long one step of a start (a stream or bucket made, a key of the cluster bucket read) is
  * asked again. Two instances starting at once on a fresh R3 cluster make the same streams: the
  * second one's requests meet a stream still electing its first leader, which answers nothing
- * (20 s on the local 3-node cluster at load 6, 2 cores), and R3 creates themselves take seconds.
+ * (tens of seconds on a loaded host: the cluster tests), and R3 creates themselves take seconds.
  */
 export const STARTUP_RETRY_MS = 60_000;
 
