@@ -1,5 +1,6 @@
 import { ZoomError } from "./errors.ts";
-import { fromLineName, nodeId, nodeLast, nodeSize, type NodeRef } from "./names.ts";
+import { fromLineName, nodeId, nodeSize, type NodeRef } from "./names.ts";
+import { outlineIndexOf } from "./thread-state.ts";
 
 /** Characters of a message one zoom returns at most. */
 export const ZOOM_PAGE = 25_000;
@@ -23,16 +24,7 @@ export interface ZoomArgs {
 }
 
 function lineCovering(outline: readonly NodeRef[], position: number): NodeRef | undefined {
-  let lo = 0;
-  let hi = outline.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const line = outline[mid] as NodeRef;
-    if (position < nodeId(line)) hi = mid - 1;
-    else if (position > nodeLast(line)) lo = mid + 1;
-    else return line;
-  }
-  return undefined;
+  return outline[outlineIndexOf(outline, position)];
 }
 
 /** A page's `offset` or `limit` is a whole number ≥ 0 (`fallback` when not given), else BAD_PAGE. */
