@@ -31,6 +31,7 @@ import { startBenchServer, type BenchServer } from "./support/server.ts";
 import { serviceEntry } from "./support/service-entry.ts";
 import { SettledThreads } from "./support/settled.ts";
 import { median } from "./support/timing.ts";
+import { sleep } from "../services/util/wait.ts";
 
 /** A load: messages over threads, and the settings the worker runs with. */
 interface Variant {
@@ -241,7 +242,7 @@ async function quietMetrics(nc: NatsConnection, server: BenchServer): Promise<st
   const until = performance.now() + QUIET_MAX_MS;
   let metrics = await workerMetrics(nc, server);
   for (;;) {
-    await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
+    await sleep(QUIET_MS);
     const next = await workerMetrics(nc, server);
     if (writes(next) === writes(metrics) || performance.now() > until) return next;
     metrics = next;

@@ -24,6 +24,7 @@ import { BenchChild, cpuSecondsOf } from "./support/child.ts";
 import { serviceEntry } from "./support/service-entry.ts";
 import { perSecond, publishAll, roundRobin } from "./support/load.ts";
 import { median } from "./support/timing.ts";
+import { sleep } from "../services/util/wait.ts";
 
 const THREADS = Number(process.env.BENCH_INSTANCES_THREADS ?? 200);
 const PER_THREAD = Number(process.env.BENCH_INSTANCES_MESSAGES ?? 60);
@@ -78,7 +79,7 @@ async function once(worker: string, workers: number, partitioned: boolean): Prom
         const v = await view();
         if (v.members.length === workers && v.members.every((m) => m.partitions.length === share))
           break;
-        await new Promise((r) => setTimeout(r, 50));
+        await sleep(50);
       }
     }
     const js = jetstream(nc);

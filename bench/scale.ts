@@ -17,6 +17,7 @@ import { InstantSummarizer } from "./support/instant.ts";
 import { perSecond, publishAll, roundRobin } from "./support/load.ts";
 import { profiled } from "./support/profile.ts";
 import { startBenchServer, type BenchServer } from "./support/server.ts";
+import { sleep } from "../services/util/wait.ts";
 
 // About 0.3 ms per message on one thread through the worker: 100,000 take under a minute of the
 // 10 `npm run bench` has.
@@ -37,8 +38,6 @@ function settledMemory(): { heap: number; rss: number } {
   const m = process.memoryUsage();
   return { heap: m.heapUsed, rss: m.rss };
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function waitUntil(what: string, check: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;

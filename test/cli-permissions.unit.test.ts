@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { PermissionViolationError } from "@nats-io/transport-node";
 import { mentionsRefusal, PermissionDenied } from "../services/cli/permissions.ts";
-import { actionOn } from "../services/nats/refusals.ts";
+import { actionOn } from "../services/nats/permission-violations.ts";
 
 const refusal = (subject: string, operation = "Publish") =>
   PermissionViolationError.parse(`Permissions Violation for ${operation} to "${subject}"`) ??

@@ -10,6 +10,7 @@ import { ApiError } from "../prompt-builder/api-error.ts";
 import type { PromptReply } from "../prompt-builder/operations.ts";
 import type { Agent } from "./agent.ts";
 import { formatOutline, formatPrompt, formatStats, formatZoom } from "./views.ts";
+import { sleep } from "../util/wait.ts";
 
 export interface ChatOptions {
   js: JetStreamClient;
@@ -34,8 +35,6 @@ export const CHAT_HELP = [
   "          /stats   tail tokens, outline bytes, calls; cuts and merges since this chat started",
   "          /help    this list; Ctrl-D or /quit leaves",
 ].join("\n");
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One terminal chat: each line typed is a message; the agent answers from its prompt. */
 export function createChat(o: ChatOptions) {

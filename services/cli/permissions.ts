@@ -4,7 +4,7 @@ import {
   type Status,
 } from "@nats-io/transport-node";
 import type { NatsAuth } from "../config/nats-auth.ts";
-import { actionOn, userOf } from "../nats/refusals.ts";
+import { actionOn, userOf } from "../nats/permission-violations.ts";
 
 /**
  * The server refused something a command needs for the NATS user it runs as. Its message says

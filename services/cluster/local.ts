@@ -6,6 +6,7 @@ import type { InfraNames } from "../config/names.ts";
 import { connectNats } from "../nats/connect.ts";
 import { findBinary, freePort, ManagedProcess, waitForPort } from "../start/processes.ts";
 import { clusterNodeConfig, partitionMappings } from "./server-config.ts";
+import { sleep } from "../util/wait.ts";
 
 /** One nats-server of a local cluster. */
 export interface LocalNode {
@@ -66,7 +67,7 @@ export async function jetStreamReady(url: string, timeoutMs: number, replicas = 
           throw new Error(
             `JetStream on ${url} did not become ready for ${replicas} replicas: ${(err as Error).message}`,
           );
-        await new Promise((r) => setTimeout(r, 250));
+        await sleep(250);
       }
     }
   } finally {

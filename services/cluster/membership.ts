@@ -16,6 +16,7 @@ import {
   type MemberInfo,
 } from "./bucket.ts";
 import { watchFromCurrent } from "./watch-current.ts";
+import { sleep } from "../util/wait.ts";
 
 /**
  * A member silent this long is dead. With a heartbeat every quarter of it, four in a row must be
@@ -410,7 +411,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
   for (let i = 0; i < 40; i++) {
     while (running) await running;
     if (!lastPlan || lastPlan.waiting.length === 0) break;
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
 
   return {

@@ -1,4 +1,5 @@
 import type { KvWatchEntry } from "@nats-io/kv";
+import { sleep as wait } from "../util/wait.ts";
 
 /** What membership needs of a KV watch (nats.js's QueuedIterator is one). */
 export type WatchLike = AsyncIterable<KvWatchEntry> & { stop(): void };
@@ -42,12 +43,7 @@ export async function watchFromCurrent(
   const attemptMs = options.attemptMs ?? WATCH_CATCH_UP_MS;
   const giveUpMs = options.giveUpMs ?? WATCH_GIVE_UP_MS;
   const now = options.now ?? Date.now;
-  const sleep =
-    options.sleep ??
-    ((ms: number) =>
-      new Promise<void>((resolve) => {
-        setTimeout(resolve, ms).unref();
-      }));
+  const sleep = options.sleep ?? ((ms: number) => wait(ms, undefined, { unref: true }));
   const started = now();
   for (let attempt = 1; ; attempt++) {
     const watch = await options.open();

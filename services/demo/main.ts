@@ -11,6 +11,7 @@ import { ApiError } from "../prompt-builder/api-error.ts";
 import { promptBuilderClient, requirePromptBuilder, type PromptBuilderClient } from "../cli/ask.ts";
 import { plantedFacts, script } from "./script.ts";
 import { natsUrlSource } from "../config/nats-url.ts";
+import { sleep } from "../util/wait.ts";
 
 const USAGE = `usage: npm run demo -- [--thread T] [--messages N] [--every K]
 
@@ -21,7 +22,6 @@ and zooms are the running prompt-builder's (npm start), built with its settings 
 them. Run the system with small settings to see many cuts, e.g.
 HISTORY_TAIL=2000,4000 HISTORY_OUTLINE=6000,12000 npm start.`;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const kb = (n: number) => `${(n / 1024).toFixed(1)} KB`;
 
 /** The thread's outline; undefined before the prompt-builder sees its first message. */

@@ -13,6 +13,7 @@ import {
   unreachableAdvice,
   type NatsUrlSource,
 } from "../config/nats-url.ts";
+import { sleep } from "../util/wait.ts";
 
 /** NATS could not be reached or refused us; the message says which variable to check. */
 export class NatsConnectError extends Error {
@@ -122,7 +123,7 @@ export async function connectNats(options: ConnectOptions): Promise<NatsConnecti
       }
     }
     if (Date.now() >= deadline) break;
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
   const reason = lastError instanceof Error ? lastError.message : String(lastError);
   throw new NatsConnectError(

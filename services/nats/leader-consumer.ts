@@ -1,11 +1,12 @@
 import {
   AckPolicy,
-  JetStreamApiError,
   type ConsumerConfig,
   type ConsumerInfo,
   type JetStreamManager,
 } from "@nats-io/jetstream";
-import { nanos, RequestError } from "@nats-io/transport-node";
+import { nanos } from "@nats-io/transport-node";
+import { sleep } from "../util/wait.ts";
+import { isTransientWhileRejoining } from "./transient.ts";
 
 /**
  * Consumers made and dropped before one lands on the leader: each does 1 in 3 on R3, so a read
@@ -60,8 +61,8 @@ export async function addConsumerOnLeader(
       leader = (await jsm.streams.info(stream)).cluster?.leader;
     } catch (err) {
       if (info) await jsm.consumers.delete(stream, info.name).catch(() => false);
-      if (!isTransient(err) || Date.now() >= until) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 250));
+      if (!isTransientWhileRejoining(err) || Date.now() >= until) throw err;
+      await sleep(250);
       continue;
     }
     const host = info.cluster.leader;
@@ -73,14 +74,4 @@ export async function addConsumerOnLeader(
   throw new ConsumerPlacementError(
     `stream ${stream}: ${MAX_PLACEMENTS} consumers in a row were placed off its leader (on ${[...new Set(elsewhere)].join(", ")}), whose copy may lack messages; rerun, and check \`nats stream info ${stream}\` for a leader`,
   );
-}
-
-/**
- * What a server rejoining its cluster answers for a while: a request timed out, no one answered
- * (no leader yet), or JetStream said 503. A stream that is not there is not retried.
- */
-function isTransient(err: unknown): boolean {
-  if (err instanceof JetStreamApiError) return err.status === 503;
-  if (err instanceof RequestError) return true;
-  return err instanceof Error && (err.name === "TimeoutError" || err.name === "NoRespondersError");
 }

@@ -1,4 +1,5 @@
 import { JetStreamApiError } from "@nats-io/jetstream";
+import { backoffMs, sleep } from "../util/wait.ts";
 import { isTransient } from "./transient.ts";
 
 /**
@@ -56,7 +57,7 @@ export async function startupStep<T>(
 ): Promise<T> {
   const totalMs = options.totalMs ?? STARTUP_RETRY_MS;
   const now = options.now ?? Date.now;
-  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const pause = options.sleep ?? ((ms: number) => sleep(ms));
   const started = now();
   for (let attempt = 1; ; attempt++) {
     try {
@@ -72,9 +73,9 @@ export async function startupStep<T>(
           { cause: err },
         );
       }
-      const wait = Math.min(250 * 2 ** Math.min(attempt - 1, 4), totalMs - elapsed);
+      const wait = Math.min(backoffMs(attempt - 1, 250, 4_000, 0), totalMs - elapsed);
       options.log?.(`${what}: ${message} (attempt ${attempt}); asking again in ${wait} ms`);
-      await sleep(wait);
+      await pause(wait);
     }
   }
 }

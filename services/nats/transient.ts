@@ -15,3 +15,14 @@ export function isTransient(err: unknown): boolean {
   if (err instanceof RequestError) return !err.isNoResponders();
   return err instanceof Error && (err.name === "TimeoutError" || err.name === "NoRespondersError");
 }
+
+/**
+ * `isTransient`, and also what a server rejoining its cluster answers for a while: any 503 (its
+ * JetStream not on yet) and any request error (no leader to answer yet). For reads that wait
+ * out a rejoin for a bounded time (`addConsumerOnLeader`), where failing later costs only time.
+ */
+export function isTransientWhileRejoining(err: unknown): boolean {
+  if (err instanceof JetStreamApiError) return err.status === 503;
+  if (err instanceof RequestError) return true;
+  return isTransient(err);
+}

@@ -2,7 +2,7 @@ import { clusterView, serveCluster } from "../cluster/view.ts";
 import { failoverMsOf } from "../cluster/membership.ts";
 import { loadSettings } from "../config/load.ts";
 import { connectNats, redactUrl } from "../nats/connect.ts";
-import { confirmSubscriptions, watchSubscriptions } from "../nats/refusals.ts";
+import { confirmSubscriptions, watchSubscriptions } from "../nats/permission-violations.ts";
 import { ensureTopology } from "../nats/topology.ts";
 import { apiToken } from "./access.ts";
 import { createExplorer } from "./explorer/explorer.ts";

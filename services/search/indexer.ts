@@ -13,6 +13,7 @@ import { readInOrder } from "../nats/ordered-read.ts";
 import { subjects, type Subjects } from "../nats/subjects.ts";
 import { decodeChatEvent } from "../thread-worker/decode.ts";
 import { SearchStore, StoreMismatch, type IndexEvent, type StreamIdentity } from "./store.ts";
+import { sleep } from "../util/wait.ts";
 
 /**
  * Keeps one instance's search index up to date with CHAT. The index file holds the CHAT sequence
@@ -60,7 +61,6 @@ export interface IndexerOptions {
 }
 
 const DEFAULT_BATCH = 256;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const yieldToQueries = () => new Promise((r) => setImmediate(r));
 
 function identityOf(info: StreamInfo): StreamIdentity {

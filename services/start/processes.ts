@@ -3,6 +3,7 @@ import { accessSync, constants, createWriteStream, type WriteStream } from "node
 import { connect, createServer } from "node:net";
 import { delimiter, join } from "node:path";
 import { createInterface } from "node:readline";
+import { sleep } from "../util/wait.ts";
 
 export interface Exit {
   code: number | null;
@@ -71,8 +72,6 @@ function canConnect(host: string, port: number): Promise<boolean> {
     socket.once("error", () => resolve(false));
   });
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Waits until something accepts connections on host:port; false after the timeout. */
 export async function waitForPort(host: string, port: number, timeoutMs: number): Promise<boolean> {

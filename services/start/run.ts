@@ -9,6 +9,7 @@ import { acquireFolderLock, FolderBusyError, type FolderLock } from "./folder-lo
 import { startNatsServer, type LocalNats } from "./nats-server.ts";
 import { describeExit, isPortTaken, ManagedProcess, waitForHttp, type Exit } from "./processes.ts";
 import { removeLocalNatsUrl, writeLocalNatsUrl } from "../config/nats-url.ts";
+import { sleep } from "../util/wait.ts";
 
 export interface ServiceEntry {
   /** Shown before each line it prints. */
@@ -137,8 +138,6 @@ function banner(
   ];
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
-
 /** True once `who` said it listens (when it says so) and then `url` answers 2xx. */
 async function serving(
   who: ManagedProcess,
@@ -149,7 +148,10 @@ async function serving(
   const deadline = Date.now() + timeoutMs;
   if (entry.ready !== undefined) {
     const ready = entry.ready;
-    const said = await Promise.race([who.printed(ready).then(() => true), sleep(timeoutMs)]);
+    const said = await Promise.race([
+      who.printed(ready).then(() => true),
+      sleep(timeoutMs, undefined, { unref: true }),
+    ]);
     if (said !== true) return false;
   }
   return waitForHttp(url, Math.max(1_000, deadline - Date.now()));
@@ -163,7 +165,7 @@ async function serving(
 async function deathNotice(who: ManagedProcess, exit: Exit): Promise<string> {
   // Its last lines can still be in the pipe at its exit: they come above this notice, not below.
   // Bounded: a child it left behind could hold its output open.
-  await Promise.race([who.closed, sleep(2_000)]);
+  await Promise.race([who.closed, sleep(2_000, undefined, { unref: true })]);
   const head = `outline: ${who.name} ${describeExit(exit)}; stopping everything`;
   const unshown = who.unshownOutput();
   if (unshown !== "") return `${head}. Its last output:\n${unshown}`;

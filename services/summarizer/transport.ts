@@ -1,4 +1,5 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
+import { backoffMs, sleep } from "../util/wait.ts";
 import { SummarizerError } from "./errors.ts";
 
 export interface RetryPolicy {
@@ -12,27 +13,12 @@ export interface RetryPolicy {
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
-export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason as Error);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason as Error);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
 export const DEFAULT_RETRY: RetryPolicy = {
   retries: 4,
   baseDelayMs: 1_000,
   maxDelayMs: 30_000,
   maxRetryAfterMs: 120_000,
-  sleep: abortableSleep,
+  sleep,
 };
 
 /** Where the calls go, for messages that say what to fix. */
@@ -163,7 +149,7 @@ export async function withRetries<T>(
       const delay =
         asked !== undefined
           ? Math.min(asked, policy.maxRetryAfterMs)
-          : Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** attempt);
+          : backoffMs(attempt, policy.baseDelayMs, policy.maxDelayMs, 0);
       try {
         await policy.sleep(delay, signal);
       } catch {

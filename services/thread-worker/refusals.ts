@@ -1,4 +1,5 @@
-import { nodeKey, type NodeRef } from "../../shared/names.ts";
+import type { NodeRef } from "../../shared/names.ts";
+import { refKey as keyOf } from "../../shared/nodes.ts";
 import { backoffMs } from "./retry.ts";
 import type { RetryEntry, RetryLog } from "./retry-log.ts";
 
@@ -21,8 +22,6 @@ export interface RefusalCause {
 
 /** Threads whose refusals are kept at most; past it the longest-kept thread is forgotten. */
 const MAX_THREADS = 100_000;
-
-const keyOf = (ref: NodeRef): string => nodeKey(ref.level, ref.index);
 
 /**
  * Nodes the summarizer refused (a terminal error), per thread, for the whole worker process: how

@@ -1,37 +1,7 @@
+import { backoffMs, sleep, StoppedError } from "../util/wait.ts";
 import type { RetryEntry, RetryLog } from "./retry-log.ts";
 
-/** Thrown out of a wait or a retry loop when the owner stopped (crash simulation, shutdown). */
-export class StoppedError extends Error {
-  override readonly name = "StoppedError";
-  constructor(what: string) {
-    super(`${what}: stopped before it finished`);
-  }
-}
-
-/** Exponential backoff with ±20 % jitter, so threads that failed together do not retry together. */
-export function backoffMs(attempt: number, baseMs: number, capMs: number): number {
-  const plain = Math.min(capMs, baseMs * 2 ** Math.min(attempt, 30));
-  return Math.round(plain * (0.8 + Math.random() * 0.4));
-}
-
-/** Waits `ms`, or rejects with StoppedError as soon as `signal` aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(new StoppedError("wait"));
-      return;
-    }
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(new StoppedError("wait"));
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
+export { backoffMs, sleep, StoppedError };
 
 export interface RetryOptions {
   /** Says what is being done, for the log: "save actor state of thread t". */

@@ -3,7 +3,8 @@ import { cutToBytes, utf8Bytes } from "../../shared/bytes.ts";
 import type { SummaryEvent } from "../../shared/history.ts";
 import { groupJobs } from "../../shared/groups.ts";
 import { canGroup, type SummaryGroup, type SummaryJob } from "../../shared/jobs.ts";
-import { nodeKey, type NodeRef } from "../../shared/names.ts";
+import type { NodeRef } from "../../shared/names.ts";
+import { refKey as keyOf } from "../../shared/nodes.ts";
 import type { MeteredSummarizer } from "../summarizer/index.ts";
 import { SummarizerError } from "../summarizer/errors.ts";
 import type { HistoryNodes } from "./history-nodes.ts";
@@ -55,8 +56,6 @@ export interface RequestedJob {
   job: SummaryJob;
   until: string;
 }
-
-const keyOf = (ref: NodeRef): string => nodeKey(ref.level, ref.index);
 
 /**
  * Runs one thread's summary jobs: HISTORY first (a node built before a crash costs no model
