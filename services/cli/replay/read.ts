@@ -4,10 +4,13 @@ import { readInOrder, type RawMessage } from "../../nats/ordered-read.ts";
 import { threadDeletedSchema } from "../../../shared/events.ts";
 import type { InfraNames } from "../../config/names.ts";
 import { subjects, type Subjects } from "../../nats/subjects.ts";
-import type { StoredEvent } from "./rebuild.ts";
+import type { ChatLogEvent } from "../../../shared/step.ts";
 import { parseMessage, parseSummary } from "../../../shared/validate.ts";
 import { utf8Text } from "../../../shared/bytes.ts";
 import { settingsEventSchema, type SettingsEvent } from "../../../shared/history.ts";
+
+/** One CHAT event of a thread as read, with its stream sequence. */
+export type StoredEvent = ChatLogEvent & { seq: number };
 
 /** The connection a replay reads the streams through. */
 export interface StreamAccess {

@@ -7,8 +7,8 @@ import {
   type ThreadSettings,
 } from "../../../shared/settings.ts";
 import type { SettingsEvent } from "../../../shared/history.ts";
-import { step, type ChatLogEvent, type MessageCreated } from "../../../shared/step.ts";
-import type { NodeTextMap } from "./read.ts";
+import { step, type MessageCreated } from "../../../shared/step.ts";
+import type { NodeTextMap, StoredEvent } from "./read.ts";
 import { answerByRef, type NodeTexts } from "../../../shared/replay.ts";
 import {
   appendAll,
@@ -17,9 +17,6 @@ import {
   type LogEntry,
   type ThreadState,
 } from "../../../shared/thread.ts";
-
-/** One CHAT event of a thread as read, with its stream sequence. */
-export type StoredEvent = ChatLogEvent & { seq: number };
 
 /** A node a cut or a merge batch waits for is not in HISTORY: the replay cannot be exact without it. */
 export class MissingNodeError extends Error {

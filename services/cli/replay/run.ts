@@ -20,9 +20,10 @@ import {
   readStream,
   type HistorySettings,
   type HistoryTexts,
+  type StoredEvent,
   type StreamAccess,
 } from "./read.ts";
-import { ThreadReplay, type StoredEvent, type Resummarize } from "./rebuild.ts";
+import { ThreadReplay, type Resummarize } from "./rebuild.ts";
 import { createResummarizer } from "./resummarize.ts";
 import { rebuildSearchIndexes, searchNotRebuilt } from "./search.ts";
 import { natsUrlSource } from "../../config/nats-url.ts";
