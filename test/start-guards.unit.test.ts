@@ -1,11 +1,16 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { acquireFolderLock, FolderBusyError } from "../services/start/folder-lock.ts";
-import { lifeChain, operatorSignals, SAME_SIGNAL_MS } from "../services/start/signals.ts";
+import {
+  isScriptShell,
+  lifeChain,
+  operatorSignals,
+  SAME_SIGNAL_MS,
+} from "../services/start/signals.ts";
 
 let dir: string;
 beforeEach(() => {
@@ -86,11 +91,26 @@ describe("operator signals", () => {
   });
 
   it("watches npm above the shell it runs a script in, and only then", () => {
-    const parents: Record<number, number> = { 200: 100 };
+    const parents: Record<number, number> = { 200: 100, 400: 50 };
     const parentOf = (pid: number) => parents[pid];
-    expect(lifeChain(200, true, parentOf)).toEqual([200, 100]);
-    expect(lifeChain(200, false, parentOf)).toEqual([200]);
+    const shell = (pid: number) => pid !== 400;
+    expect(lifeChain(200, true, parentOf, shell)).toEqual([200, 100]);
+    expect(lifeChain(200, false, parentOf, shell)).toEqual([200]);
     // Started by init (or a parent already gone): nothing above to watch.
-    expect(lifeChain(300, true, parentOf)).toEqual([300]);
+    expect(lifeChain(300, true, parentOf, shell)).toEqual([300]);
+    // npm exec'd us (no shell between): its own parent may go while it runs on.
+    expect(lifeChain(400, true, parentOf, shell)).toEqual([400]);
+  });
+
+  it("tells a script's shell from other parents", async () => {
+    const shell = spawn("sh", ["-c", "sleep 5; true"], { stdio: "ignore" });
+    try {
+      await new Promise((r) => shell.once("spawn", r));
+      expect(isScriptShell(shell.pid ?? 0)).toBe(true);
+    } finally {
+      shell.kill("SIGKILL");
+    }
+    expect(isScriptShell(process.pid)).toBe(false);
+    expect(isScriptShell(2 ** 22 + 1)).toBe(false);
   });
 });

@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 // `npm start` (its signal handling and lifelines, with stand-in services) as a process of its
@@ -41,9 +43,17 @@ interface Started {
 }
 
 /** Starts the fixture through `command` (e.g. a shell standing for npm) and waits for the banner. */
-async function start(command: string[], env: NodeJS.ProcessEnv = process.env): Promise<Started> {
+function start(command: string[], env: NodeJS.ProcessEnv = process.env): Promise<Started> {
+  return startIn(undefined, command, env);
+}
+
+async function startIn(
+  cwd: string | undefined,
+  command: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Started> {
   const [file = "", ...args] = command;
-  const child = spawn(file, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(file, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
   spawned.push(child);
   let text = "";
   child.stdout?.on("data", (d: Buffer) => (text += d.toString()));
@@ -108,6 +118,29 @@ describe("npm start's lifelines", () => {
     first.child.kill("SIGTERM");
     expect(await first.exited).toBe(0);
     expect(existsSync(join(dir, ".data", "start.lock"))).toBe(false);
+  });
+
+  it("stops everything on a SIGINT to npm's PID alone, services first", async () => {
+    // A package whose start script has the repository's form, running the fixture instead.
+    const manifest = JSON.parse(readFileSync("package.json", "utf8")) as {
+      scripts: { start: string };
+    };
+    const script = manifest.scripts.start;
+    const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+    const fixture = `${process.execPath} --import ${tsx} ${resolve(FIXTURE)} ${dir}`;
+    const pkg = {
+      name: "start-form",
+      private: true,
+      scripts: { start: script.replace("node services/start/bin.js", fixture) },
+    };
+    writeFileSync(join(dir, "package.json"), JSON.stringify(pkg));
+    const npm = await startIn(dir, ["npm", "start"]);
+    npm.child.kill("SIGINT");
+    expect(await npm.exited).toBe(0);
+    expect(npm.output()).toContain("SIGINT: draining the services, then stopping NATS");
+    expect(npm.output()).toContain("exit 0");
+    expect(readFileSync(join(dir, "worker.stopped"), "utf8")).toBe("SIGTERM");
+    expect(leftIn(dir)).toEqual([]);
   });
 
   it("takes one Ctrl-C delivered twice (terminal and npm) as one graceful stop", async () => {

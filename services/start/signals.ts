@@ -46,13 +46,28 @@ export function parentOf(pid: number): number | undefined {
   }
 }
 
-/** The ancestors whose death means ours: the parent, and npm above the `sh -c` it runs us in. */
+/** True when `pid` is a shell running a script (`sh -c …`), from /proc (Linux). */
+export function isScriptShell(pid: number): boolean {
+  try {
+    const [argv0 = "", flag] = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    return /(^|\/)(sh|dash|bash|zsh|ash)$/.test(argv0) && flag === "-c";
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The ancestors whose death means ours: the parent, and npm above the `sh -c` it runs us in.
+ * `npm start` execs us (package.json), so npm is usually the parent itself: then its parent (a
+ * terminal's shell, which may go while npm runs on) is not watched.
+ */
 export function lifeChain(
   ppid = process.ppid,
   underNpm = process.env.npm_lifecycle_event !== undefined,
   parent = parentOf,
+  shell = isScriptShell,
 ): number[] {
-  const grandparent = underNpm ? parent(ppid) : undefined;
+  const grandparent = underNpm && shell(ppid) ? parent(ppid) : undefined;
   return grandparent !== undefined && grandparent > 1 ? [ppid, grandparent] : [ppid];
 }
 
