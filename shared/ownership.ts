@@ -17,12 +17,16 @@ export interface Member {
  * UTF-16 code units are its bytes.
  */
 export function partitionOf(thread: string, partitions: number): number {
+  return fnv1a(thread) % partitions;
+}
+
+function fnv1a(token: string): number {
   let h = 0x811c9dc5;
-  for (let i = 0; i < thread.length; i++) {
-    h ^= thread.charCodeAt(i) & 0xff;
+  for (let i = 0; i < token.length; i++) {
+    h ^= token.charCodeAt(i) & 0xff;
     h = Math.imul(h, 0x01000193) >>> 0;
   }
-  return h % partitions;
+  return h;
 }
 
 // A partition's preference for a member: FNV-1a of both, then murmur3's finaliser so nearby
@@ -177,4 +181,32 @@ export function planLeases(
     }
   }
   return plan;
+}
+
+/**
+ * Thread tokens whose partitions tell every count from 1 to 4,096 apart: the partitions a
+ * server's `{{partition(N,1)}}` mapping gives these tokens name its N (`partitionCountOf`).
+ * Chosen by search; `test/ownership.unit.test.ts` checks that no two counts give the same.
+ */
+export const PARTITION_PROBES: readonly string[] = [
+  "outline-partitions-probe-7f",
+  "outline-partitions-probe-30",
+  "outline-partitions-probe-3y",
+  "outline-partitions-probe-9i",
+  "outline-partitions-probe-83",
+  "outline-partitions-probe-7x",
+  "outline-partitions-probe-12",
+];
+
+/**
+ * The partition count N (1 ≤ N ≤ max) under which each token of `seen` has the partition it
+ * maps to, or undefined when none fits (another mapping than `partition(N,1)` of its token).
+ */
+export function partitionCountOf(
+  seen: ReadonlyMap<string, number>,
+  max: number,
+): number | undefined {
+  const hashed = [...seen].map(([token, k]) => [fnv1a(token), k] as const);
+  for (let n = 1; n <= max; n++) if (hashed.every(([h, k]) => h % n === k)) return n;
+  return undefined;
 }

@@ -4,6 +4,8 @@ import {
   assignPartitions,
   liveMembers,
   OwnershipError,
+  PARTITION_PROBES,
+  partitionCountOf,
   partitionOf,
   partitionsOf,
   planLeases,
@@ -42,6 +44,40 @@ describe("partitionOf", () => {
         (t, n) => {
           const p = partitionOf(t, n);
           return Number.isInteger(p) && p >= 0 && p < n;
+        },
+      ),
+      { numRuns: runs },
+    );
+  });
+});
+
+describe("partitionCountOf", () => {
+  const probed = (n: number) => new Map(PARTITION_PROBES.map((t) => [t, partitionOf(t, n)]));
+
+  it("tells every count up to 4,096 from the probes' partitions", () => {
+    const signatures = new Set<string>();
+    for (let n = 1; n <= 4096; n++) signatures.add([...probed(n).values()].join(","));
+    expect(signatures.size).toBe(4096);
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 4096 }),
+        (n) => partitionCountOf(probed(n), 4096) === n,
+      ),
+      { numRuns: runs },
+    );
+  });
+
+  it("finds none when a partition fits no count", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 2, max: 4096 }),
+        fc.nat(PARTITION_PROBES.length - 1),
+        (n, i) => {
+          const seen = probed(n);
+          const token = PARTITION_PROBES[i] ?? "";
+          // Out of range for n and for every smaller count.
+          seen.set(token, 5000);
+          return partitionCountOf(seen, 4096) === undefined;
         },
       ),
       { numRuns: runs },

@@ -67,7 +67,7 @@ describe("startNatsServer", () => {
 const worker = `
 import { writeFileSync } from "node:fs";
 console.log("worker up with " + process.env.NATS_URL);
-writeFileSync("worker.env", process.env.NATS_URL + "\\n" + (process.env.OUTLINE_CONFIG ?? ""));
+writeFileSync("worker.env", [process.env.NATS_URL, process.env.OUTLINE_CONFIG ?? "", process.env.OUTLINE_PARTITIONS ?? ""].join("\\n"));
 process.on("SIGTERM", () => { writeFileSync("worker.drained", "yes"); process.exit(0); });
 writeFileSync("worker.up", "yes");
 setInterval(() => {}, 1000);
@@ -160,9 +160,16 @@ describe("runStart", () => {
     expect(text).toContain(`explorer:      http://127.0.0.1:${port}/ui/`);
     expect(text).toContain("npx outline send <thread> <text>");
 
-    const [natsUrl, configFile] = readFileSync(join(dir, "worker.env"), "utf8").split("\n");
+    const [natsUrl, configFile, partitions] = readFileSync(join(dir, "worker.env"), "utf8").split(
+      "\n",
+    );
     expect(natsUrl).toMatch(/^nats:\/\/127\.0\.0\.1:\d+$/);
     expect(configFile).toBe(join(dir, "outline.config.json"));
+    // Its own server maps chat subjects onto partitions, and the services are told how many.
+    expect(partitions).toBe("32");
+    expect(readFileSync(join(dir, ".data", "nats-server.conf"), "utf8")).toContain(
+      '"chat.*.message.created": "chat.{{wildcard(1)}}.message.created.{{partition(32,1)}}"',
+    );
     expect(existsSync(join(dir, "worker.drained"))).toBe(true);
     expect(existsSync(join(dir, "api.drained"))).toBe(true);
     expect(existsSync(join(dir, ".data", "nats", "jetstream"))).toBe(true);

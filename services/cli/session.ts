@@ -8,6 +8,7 @@ import {
 import type { NatsConnection } from "@nats-io/transport-node";
 import { loadSettings, type Config } from "../config/load.ts";
 import { connectNats, NatsConnectError, redactUrl } from "../nats/connect.ts";
+import { withServerPartitions } from "../nats/partition-probe.ts";
 import { ENABLE_JETSTREAM, isJetStreamOff } from "../nats/jetstream-off.ts";
 import { ApiError } from "../prompt-builder/api-error.ts";
 import { createOperations, type Operations } from "../prompt-builder/operations.ts";
@@ -155,6 +156,12 @@ export async function withSession<T>(use: (session: Session) => Promise<T>): Pro
           );
     throw wrong ?? err;
   };
+  // Before the refusals are watched: a user the server refuses the probe is no command's refusal.
+  const found = await withServerPartitions(nc, config.names).catch(async (err: unknown) => {
+    await nc.close();
+    return named(err);
+  });
+  config.names = found.names;
   const refusals = watchRefusals(nc);
   // A command the server refused for this user says so, not how its read failed after.
   const refused = async (err: unknown): Promise<never> => {

@@ -4,6 +4,7 @@ import { loadSettings } from "../config/load.ts";
 import { connectNats, redactUrl } from "../nats/connect.ts";
 import { confirmSubscriptions, watchSubscriptions } from "../nats/permission-violations.ts";
 import { ensureTopology } from "../nats/topology.ts";
+import { withServerPartitions } from "../nats/partition-probe.ts";
 import { apiToken } from "./access.ts";
 import { createExplorer } from "./explorer/explorer.ts";
 import { natsHealth } from "./health.ts";
@@ -26,6 +27,8 @@ async function main(): Promise<void> {
   const token = apiToken(host, config.values);
   const { url, from } = natsUrlSource(config);
   const nc = await connectNats({ url, from, name: "outline-prompt-builder", auth: config.auth });
+  // Events the server's mapping stored with a partition token are read in that form too.
+  config.names = (await withServerPartitions(nc, config.names)).names;
   try {
     await ensureTopology(nc, config.names, { replicas: config.replicas });
   } catch (err) {

@@ -2,6 +2,7 @@ import { loadSettings } from "../config/load.ts";
 import { natsUrlSource } from "../config/nats-url.ts";
 import { connectNats, redactUrl } from "../nats/connect.ts";
 import { ensureTopology } from "../nats/topology.ts";
+import { withServerPartitions } from "../nats/partition-probe.ts";
 import { searchSubject } from "./api.ts";
 import { parseSearchConfig } from "./config.ts";
 import { startSearchService } from "./service.ts";
@@ -22,6 +23,7 @@ async function main(): Promise<void> {
   }
   const { url, from } = natsUrlSource(config);
   const nc = await connectNats({ url, from, name: "outline-search", auth: config.auth });
+  config.names = (await withServerPartitions(nc, config.names)).names;
   try {
     await ensureTopology(nc, config.names, { replicas: config.replicas });
   } catch (err) {

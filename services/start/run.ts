@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -10,6 +10,14 @@ import { startNatsServer, type LocalNats } from "./nats-server.ts";
 import { describeExit, isPortTaken, ManagedProcess, waitForHttp, type Exit } from "./processes.ts";
 import { removeLocalNatsUrl, writeLocalNatsUrl } from "../config/nats-url.ts";
 import { sleep } from "../util/wait.ts";
+import { PARTITIONS_VARIABLE } from "../config/names.ts";
+import { partitionMappings } from "../cluster/server-config.ts";
+
+/**
+ * Partitions of `npm start`'s own nats-server when OUTLINE_PARTITIONS is unset: as `npm run
+ * cluster`'s, enough for a few dozen instances.
+ */
+export const LOCAL_PARTITIONS = 32;
 
 export interface ServiceEntry {
   /** Shown before each line it prints. */
@@ -74,6 +82,14 @@ function tsxLoader(): string {
   return pathToFileURL(require.resolve("tsx")).href;
 }
 
+/** The config file of `npm start`'s own nats-server: the partition mapping (docs/scale-out.md). */
+export function localServerConfig(config: Config, partitions: number): string {
+  return [
+    "# Written by npm start at each start; edit the settings, not this file.",
+    partitionMappings(config.names, partitions),
+  ].join("\n");
+}
+
 /** A bad setting refuses the start with exit code 1; any other error is not ours to word. */
 function refuse(e: unknown, err: (line: string) => void): number {
   if (!(e instanceof SettingsError)) throw e;
@@ -109,15 +125,16 @@ export function inspectWatch(arg: string): string {
 function banner(
   config: Config,
   natsUrl: string,
-  local: boolean,
+  local: number | undefined,
   http: string,
   ready: boolean,
   argv: readonly string[],
 ) {
   const inspect = argv.find((a) => a === "--inspect" || a.startsWith("--inspect="));
-  const nats = local
-    ? `${natsUrl}  (local nats-server, data in ./.data/nats)`
-    : `${redactUrl(natsUrl)}  (from NATS_URL)`;
+  const nats =
+    local !== undefined
+      ? `${natsUrl}  (local nats-server, data in ./.data/nats)`
+      : `${redactUrl(natsUrl)}  (from NATS_URL)`;
   return [
     "",
     `outline is ${ready ? "running" : "starting (the HTTP API is not answering yet)"}`,
@@ -128,6 +145,11 @@ function banner(
     `  read a prompt: curl '${http}/threads/<thread>/prompt?agent=<agent>'`,
     `  outline:       curl '${http}/threads/<thread>/outline'`,
     `  settings:      ${config.configFile ?? "defaults and environment (no config file)"}`,
+    ...(local !== undefined
+      ? [
+          `  instances:     add one: NATS_URL=$(cat .data/nats.url) PORT=${config.settings.port + 1} npm start (${local} partitions shared)`,
+        ]
+      : []),
     ...(inspect
       ? [
           `  inspector:     the worker's thread actors (${inspect}); watch: ${inspectWatch(inspect)}`,
@@ -210,6 +232,7 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
 
   let local: LocalNats | undefined;
   let lock: FolderLock | undefined;
+  let partitions: number | undefined;
   let natsUrl = config.settings.natsUrl;
   const dataDir = options.dataDir ?? join(cwd, ".data");
   const http = `http://${browsableHost(config.settings.host)}:${config.settings.port}`;
@@ -240,8 +263,15 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
       lock.release();
       return 1;
     }
+    // The partition mapping is in its config from the first start: a second instance pointed
+    // at it shares the threads (SPEC §9), and a CHAT stream made before is upgraded in place
+    // by the worker (docs/scale-out.md, "Upgrading an existing CHAT stream").
+    const configFile = join(dataDir, "nats-server.conf");
+    partitions = config.names.partitions ?? LOCAL_PARTITIONS;
+    writeFileSync(configFile, localServerConfig(config, partitions));
     try {
       local = await startNatsServer({
+        configFile,
         storeDir: join(dataDir, "nats"),
         logFile: join(dataDir, "nats-server.log"),
         lifeline: true,
@@ -265,6 +295,7 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
   }
 
   const childEnv: NodeJS.ProcessEnv = { ...env, NATS_URL: natsUrl };
+  if (partitions !== undefined) childEnv[PARTITIONS_VARIABLE] = String(partitions);
   // The children must read the same file even when it was named with --config.
   if (config.configFile !== undefined) childEnv[CONFIG_VARIABLE] = config.configFile;
   const loader = options.loader === "none" ? [] : ["--import", tsxLoader()];
@@ -298,7 +329,8 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
     : true;
   if (ready !== undefined) {
     const argv = options.argv ?? [];
-    for (const line of banner(config, natsUrl, local !== undefined, http, ready, argv)) out(line);
+    const shared = local ? partitions : undefined;
+    for (const line of banner(config, natsUrl, shared, http, ready, argv)) out(line);
   }
 
   const result = await outcome;

@@ -1,6 +1,7 @@
 import { loadSettings } from "../config/load.ts";
 import { connectNats, redactUrl } from "../nats/connect.ts";
 import { ensureTopology } from "../nats/topology.ts";
+import { withServerPartitions } from "../nats/partition-probe.ts";
 import { createSummarizer } from "../summarizer/index.ts";
 import { createWorkerInspector, inspectUrlFromArgv } from "./inspect.ts";
 import { consoleLogger, errorText } from "./log.ts";
@@ -33,6 +34,10 @@ async function main(): Promise<void> {
   if (inspectUrl !== undefined) log.info(`sending inspection events to ${inspectUrl}`);
   const { url, from } = natsUrlSource(config);
   const nc = await connectNats({ url, from, name: "outline-thread-worker", auth: config.auth });
+  // OUTLINE_PARTITIONS unset: partitioned when the server maps chat subjects (SPEC §3).
+  const found = await withServerPartitions(nc, config.names);
+  config.names = found.names;
+  if (found.note) log.info(found.note);
   await ensureTopology(nc, config.names, {
     replicas: config.replicas,
     log: (line) => log.warn(line),

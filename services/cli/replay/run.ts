@@ -6,6 +6,7 @@ import { toSnapshot, type OutlineSnapshot } from "../../../shared/snapshot.ts";
 import { sameThreadSettings, type ThreadSettings } from "../../../shared/settings.ts";
 import { loadSettings, type Config } from "../../config/load.ts";
 import { connectNats, redactUrl } from "../../nats/connect.ts";
+import { withServerPartitions } from "../../nats/partition-probe.ts";
 import { subjects } from "../../nats/subjects.ts";
 import { createSummarizer } from "../../summarizer/index.ts";
 import { kvKeys } from "../../thread-worker/buckets.ts";
@@ -397,6 +398,8 @@ export async function run(argv: readonly string[], deps: ReplayDeps = {}): Promi
       auth: config.auth,
       startupTimeoutMs: 5_000,
     });
+    // Events the server's mapping stored with a partition token are replayed in that form too.
+    config.names = (await withServerPartitions(nc, config.names)).names;
     out(
       `replay from ${redactUrl(url)}: streams ${config.names.chatStream} + ${config.names.historyStream}`,
     );
