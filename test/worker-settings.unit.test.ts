@@ -14,7 +14,12 @@ function refused(values: Record<string, string>): SettingsError {
 
 describe("worker settings (OUTLINE_* read by the thread worker)", () => {
   it("defaults when unset; the save linger is left to the worker", () => {
-    expect(workerSettings({})).toEqual({ idleMs: 60_000, ackWaitMs: 30_000, backlogLimit: 4_000 });
+    expect(workerSettings({})).toEqual({
+      idleMs: 60_000,
+      ackWaitMs: 30_000,
+      backlogLimit: 4_000,
+      singlePeers: "refuse",
+    });
   });
 
   it("reads each variable, including a save linger of 0 (save every burst at once)", () => {
@@ -24,8 +29,15 @@ describe("worker settings (OUTLINE_* read by the thread worker)", () => {
         OUTLINE_ACK_WAIT_MS: "20000",
         OUTLINE_BACKLOG_LIMIT: "100",
         OUTLINE_SAVE_LINGER_MS: "0",
+        OUTLINE_ALLOW_SINGLE_PEERS: "on",
       }),
-    ).toEqual({ idleMs: 5_000, ackWaitMs: 20_000, backlogLimit: 100, saveLingerMs: 0 });
+    ).toEqual({
+      idleMs: 5_000,
+      ackWaitMs: 20_000,
+      backlogLimit: 100,
+      saveLingerMs: 0,
+      singlePeers: "allow",
+    });
   });
 
   it("a bad value names its variable and what to write", () => {
@@ -34,6 +46,9 @@ describe("worker settings (OUTLINE_* read by the thread worker)", () => {
     expect(idle.message).toMatch(/OUTLINE_IDLE_MS=60000/);
     expect(refused({ OUTLINE_BACKLOG_LIMIT: "0" }).message).toMatch(/OUTLINE_BACKLOG_LIMIT/);
     expect(refused({ OUTLINE_SAVE_LINGER_MS: "-5" }).message).toMatch(/OUTLINE_SAVE_LINGER_MS/);
+    expect(refused({ OUTLINE_ALLOW_SINGLE_PEERS: "maybe" }).message).toMatch(
+      /OUTLINE_ALLOW_SINGLE_PEERS.*'maybe'.*1, true, on/,
+    );
   });
 
   it("refuses a save linger past a tenth of the ack wait, saying both limits", () => {

@@ -1,6 +1,7 @@
 import { SettingsError } from "../../shared/errors.ts";
 import { failoverMsOf } from "../cluster/membership.ts";
 import { wholeSetting, type SettingValues } from "../config/whole-setting.ts";
+import { allowSinglePeersOf } from "./single-peers.ts";
 import {
   DEFAULT_ACK_WAIT_MS,
   DEFAULT_BACKLOG_LIMIT,
@@ -19,6 +20,8 @@ export interface WorkerSettings {
   failoverMs?: number;
   /** Partitioned mode: this member's share of the partitions. */
   capacity?: number;
+  /** Single mode: stop when another single-mode worker came first, or run beside it. */
+  singlePeers: "refuse" | "allow";
 }
 
 export function workerSettings(values: SettingValues): WorkerSettings {
@@ -48,6 +51,7 @@ export function workerSettings(values: SettingValues): WorkerSettings {
   const failoverMs = failoverMsOf(values);
   const capacity = wholeSetting(values, "OUTLINE_CAPACITY", 1, "a whole number", 1);
   return {
+    singlePeers: allowSinglePeersOf(values) ? "allow" : "refuse",
     idleMs,
     ackWaitMs,
     backlogLimit,

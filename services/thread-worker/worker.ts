@@ -31,7 +31,8 @@ import { retryInPlace } from "./retry.ts";
 import { RetryLog } from "./retry-log.ts";
 import { NextTurn } from "./next-turn.ts";
 import { DEFAULT_JOB_TIMING, type JobTiming } from "./summary-jobs.ts";
-import type { Membership } from "../cluster/membership.ts";
+import { DEFAULT_FAILOVER_MS, type Membership } from "../cluster/membership.ts";
+import { watchSinglePeers, type SinglePeers } from "./single-peers.ts";
 import { holdPartitions } from "./held-partitions.ts";
 import { consumeSingle, refuseBesideMembers } from "./single-consumer.ts";
 import type { WorkerContext } from "./worker-context.ts";
@@ -86,6 +87,12 @@ export interface ThreadWorkerOptions {
   failoverMs?: number;
   /** Partitioned mode: this member's share of the partitions (OUTLINE_CAPACITY, default 1). */
   capacity?: number;
+  /**
+   * Single mode: heartbeat in the cluster bucket and watch for other single-mode workers on the
+   * same stream (`single-peers.ts`); `refuse` stops this one when it came second. Unset: no
+   * heartbeat (workers of one process, as tests run them).
+   */
+  singlePeers?: "refuse" | "allow";
 }
 
 export interface ThreadWorker {
@@ -190,8 +197,19 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
   // Single mode: one durable for every chat event. Partitioned: one per partition held, opened
   // and closed by the membership below.
   let messages: ConsumerMessages | undefined;
+  let peers: SinglePeers | undefined;
   if (partitions === undefined) {
     await refuseBesideMembers(nc, names, options.failoverMs, retrying);
+    if (options.singlePeers !== undefined)
+      peers = await watchSinglePeers({
+        js,
+        jsm,
+        names,
+        replicas: options.replicas ?? 1,
+        log,
+        failoverMs: options.failoverMs ?? DEFAULT_FAILOVER_MS,
+        allowPeers: options.singlePeers === "allow",
+      });
     const single = await consumeSingle(js, jsm, names, ackWaitMs, maxAckPending);
     const limit = single.ackLimit > 0 ? single.ackLimit : Number.POSITIVE_INFINITY;
     ctx.deliveries.crowdAt(options.saveAtHeld ?? Math.ceil(limit * 0.9), limit);
@@ -399,6 +417,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       clearTimeout(crowdedSweep);
       // Partitioned: each partition drains and its lease goes at once, so the others take it.
       await held?.leave();
+      await peers?.stop();
       await messages?.close();
       await pulling;
       await registry.drain();
@@ -417,6 +436,7 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
       clearTimeout(caughtUpCheck);
       clearTimeout(crowdedSweep);
       held?.abandon();
+      peers?.abandon();
       messages?.stop();
       registry.abandon();
       endpoint.stop();

@@ -81,7 +81,8 @@ describe("fault: two workers on the same stream", () => {
     const fake = (scope.fake = await startSlowOpenAI({ kind: "ok", minMs: 10, maxMs: 60 }));
     const h = (scope.h = await ownHarness(nats.url));
     const harness = h;
-    const env = openAIEnv(fake);
+    // The fight itself is under test: both run on, each naming the other.
+    const env = { ...openAIEnv(fake), OUTLINE_ALLOW_SINGLE_PEERS: "1" };
     const a = spawnWorker(nats.url, harness.names, SMALL, env);
     const b = spawnWorker(nats.url, harness.names, SMALL, env);
     processes.push(a, b);
