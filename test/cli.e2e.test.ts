@@ -344,6 +344,21 @@ describe("which nats-server the CLI asks", () => {
       expect(found.code, found.stderr).toBe(0);
       expect(found.stdout).toContain(`thread ${thread}`);
       expect(found.stderr).toBe("");
+      // `npm run cluster` writes its servers' URLs to .data/cluster/nats.url: found the same way,
+      // and `outline cluster` names the server it asked.
+      const cluster = mkdtempSync(join(tmpdir(), "outline-cli-cluster-"));
+      try {
+        mkdirSync(join(cluster, ".data", "cluster"), { recursive: true });
+        const file = join(cluster, ".data", "cluster", "nats.url");
+        writeFileSync(file, `${process.env.NATS_URL ?? ""}\n`);
+        const members = await outlineIn(cluster, "cluster");
+        expect(members.code, members.stderr).toBe(0);
+        expect(members.stdout.split("\n")[0]).toBe(
+          `asked ${process.env.NATS_URL} (from ${file}, written by 'npm run cluster')`,
+        );
+      } finally {
+        rmSync(cluster, { recursive: true, force: true });
+      }
       // A typo in the folder's config file is said by every command, as by the services.
       writeFileSync(join(deep, "outline.config.json"), JSON.stringify({ HISTORY_TALE: "1,2" }));
       const typo = await outlineIn(deep, "outline", thread);

@@ -45,6 +45,15 @@ describe("connectNats names where its URL came from", () => {
     expect(err.message).not.toContain("unset it");
   });
 
+  it("a .data/cluster/nats.url: written by 'npm run cluster', start that again", async () => {
+    const file = "/srv/project/.data/cluster/nats.url";
+    const err = await failure(file, 5_000);
+    expect(err.message).toContain(`${url} (from ${file}, written by 'npm run cluster')`);
+    expect(err.message).toContain(
+      "the 'npm run cluster' that wrote it is not running (killed?): start it again ('npm run cluster' in /srv/project)",
+    );
+  });
+
   it("the default: says NATS_URL is unset and how to get a server", async () => {
     const err = await failure("default", 0);
     expect(err.message).toContain(`${url} (the default: NATS_URL is unset`);

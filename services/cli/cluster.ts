@@ -17,7 +17,7 @@ export const cluster: Command = {
   async run(argv, out) {
     const args = parse(argv, { json: { type: "boolean" } }, 0);
     if (args.help) return out.help(USAGE);
-    return withSession(async ({ nc, config, orAsk }) => {
+    return withSession(async ({ nc, config, orAsk, asked }) => {
       const view = clusterView(nc, config.names, failoverMsOf(config.values), { strict: true });
       // A user that may not read the bucket (the platform user) asks a prompt-builder instead.
       const answer = await orAsk<ClusterAnswer | { error: { message: string } }>(
@@ -26,8 +26,14 @@ export const cluster: Command = {
         {},
       );
       if ("error" in answer) throw new Error(answer.error.message);
-      if (args.values.json === true) out.line(JSON.stringify(answer, null, 2));
-      else for (const line of clusterTable(answer)) out.line(line);
+      // Which server answered: another one on the default port would answer "single mode" too.
+      if (args.values.json === true) {
+        process.stderr.write(`outline cluster: asked ${asked}\n`);
+        out.line(JSON.stringify(answer, null, 2));
+      } else {
+        out.line(`asked ${asked}`);
+        for (const line of clusterTable(answer)) out.line(line);
+      }
       return 0;
     });
   },

@@ -9,6 +9,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { loadSettings, type Config } from "../config/load.ts";
 import { connectNats, NatsConnectError, redactUrl } from "../nats/connect.ts";
 import { withServerPartitions } from "../nats/partition-probe.ts";
+import { isTransient } from "../nats/transient.ts";
 import { ENABLE_JETSTREAM, isJetStreamOff } from "../nats/jetstream-off.ts";
 import { ApiError } from "../prompt-builder/api-error.ts";
 import { createOperations, type Operations } from "../prompt-builder/operations.ts";
@@ -44,6 +45,8 @@ export interface Session {
   orAsk: <T>(read: () => Promise<T>, op: ApiOp, raw: RawRequest) => Promise<T>;
   /** Throws NotOurServer when the server has no CHAT stream (import checks before reading). */
   requireChatStream: () => Promise<void>;
+  /** The server asked, in words: its URL and where that came from. */
+  asked: string;
 }
 
 /**
@@ -127,9 +130,13 @@ export async function withSession<T>(use: (session: Session) => Promise<T>): Pro
   const { url, from } = source;
   // With neither NATS_URL nor a running `npm start` found, a failure may just mean another
   // server answered on the default port: say which one was asked (unless the error does).
+  const asked = `${redactUrl(url)} (${sourceOf(source)})`;
+  // Any server that did not answer in time is named, and from the default any failure: another
+  // server may answer on the default port.
   const named = (err: unknown): never => {
-    if (from === "default" && !(err instanceof NotOurServer) && !(err instanceof NatsConnectError))
-      process.stderr.write(`outline: asked the nats-server at ${url} (${sourceOf(source)})\n`);
+    const unnamed = !(err instanceof NotOurServer) && !(err instanceof NatsConnectError);
+    if (unnamed && (from === "default" || isTransient(err)))
+      process.stderr.write(`outline: asked the nats-server at ${asked}\n`);
     throw err;
   };
   const nc = await connectNats({
@@ -186,6 +193,7 @@ export async function withSession<T>(use: (session: Session) => Promise<T>): Pro
       },
       orAsk,
       requireChatStream: () => streamInfo(nc, stream, source),
+      asked,
     })
       .catch(refused)
       .catch(notOurs)

@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { loadSettings } from "../config/load.ts";
+import { removeLocalNatsUrl, writeLocalNatsUrl } from "../config/nats-url.ts";
 import { ManagedProcess } from "../start/processes.ts";
 import { startLocalCluster } from "./local.ts";
 import { untilStop } from "./supervise.ts";
@@ -68,6 +69,8 @@ async function main(): Promise<number> {
   mkdirSync(dir, { recursive: true });
   log(`starting 3 nats-servers on 127.0.0.1:${basePort}-${basePort + 2} (data in ${dir})`);
   const cluster = await startLocalCluster({ dir, names: config.names, partitions, basePort });
+  // The CLI run in this folder finds these servers as it finds npm start's (.data/cluster/nats.url).
+  writeLocalNatsUrl(dir, cluster.url);
   const loader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
   const instances: ManagedProcess[] = [];
   for (let i = 0; i < count; i++) {
@@ -111,6 +114,7 @@ async function main(): Promise<number> {
   log(`${why}: draining the instances, then the servers (Ctrl-C again kills at once)`);
   await Promise.all(instances.map((p) => p.stop("SIGTERM", 20_000)));
   await cluster.stop();
+  removeLocalNatsUrl(dir);
   log("stopped");
   return failed ? 1 : 0;
 }

@@ -130,7 +130,7 @@ export function serveCluster(
 export function clusterTable(answer: ClusterAnswer): string[] {
   if (answer.mode === "single") {
     return [
-      "single mode (OUTLINE_PARTITIONS unset): one worker owns every thread; see docs/scale-out.md",
+      "single mode (OUTLINE_PARTITIONS unset, and the server maps no chat subjects): one worker owns every thread; see docs/scale-out.md",
     ];
   }
   const held = Object.keys(answer.leases).length;

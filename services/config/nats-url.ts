@@ -11,6 +11,11 @@ export const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
  */
 export const LOCAL_URL_FILE = "nats.url";
 const localUrlFile = (cwd: string): string => join(cwd, ".data", LOCAL_URL_FILE);
+/** `npm run cluster` writes its servers' URLs into its own data folder, `.data/cluster`. */
+export const CLUSTER_DIR = "cluster";
+const clusterUrlFile = (cwd: string): string => join(cwd, ".data", CLUSTER_DIR, LOCAL_URL_FILE);
+const isClusterFile = (from: string): boolean => from.endsWith(clusterUrlFile(""));
+const writer = (from: string): string => (isClusterFile(from) ? "npm run cluster" : "npm start");
 
 /** Written into the start's data folder (`./.data` by default). */
 export function writeLocalNatsUrl(dataDir: string, url: string): void {
@@ -30,7 +35,8 @@ export interface NatsUrlSource {
 
 /**
  * NATS_URL (or the config file), else a running `npm start`'s server (its `.data/nats.url` in
- * this folder or the nearest one above, as git finds its `.git`), else the default.
+ * this folder or the nearest one above, as git finds its `.git`) or `npm run cluster`'s
+ * (`.data/cluster/nats.url`; `npm start`'s first when a folder has both), else the default.
  */
 export function natsUrlSource(
   config: { settings: Pick<Config["settings"], "natsUrl"> },
@@ -39,8 +45,8 @@ export function natsUrlSource(
   if (config.settings.natsUrl !== undefined)
     return { url: config.settings.natsUrl, from: "setting" };
   for (let dir = resolve(cwd); ; dir = dirname(dir)) {
-    const file = localUrlFile(dir);
-    if (existsSync(file)) {
+    for (const file of [localUrlFile(dir), clusterUrlFile(dir)]) {
+      if (!existsSync(file)) continue;
       const url = readFileSync(file, "utf8").trim();
       if (url) return { url, from: file };
     }
@@ -52,8 +58,8 @@ export function natsUrlSource(
 export function describeNatsUrlSource({ from }: Pick<NatsUrlSource, "from">): string {
   if (from === "setting") return "set by NATS_URL, in the environment or the config file";
   if (from === "default")
-    return `the default: NATS_URL is unset, and no .data/${LOCAL_URL_FILE} of a running 'npm start' in this folder or above`;
-  return `from ${from}, written by an 'npm start'`;
+    return `the default: NATS_URL is unset, and no .data/${LOCAL_URL_FILE} of a running 'npm start' (or .data/${CLUSTER_DIR}/${LOCAL_URL_FILE} of 'npm run cluster') in this folder or above`;
+  return `from ${from}, written by ${isClusterFile(from) ? "'npm run cluster'" : "an 'npm start'"}`;
 }
 
 /** A URL from a `.data/nats.url` (not NATS_URL, not the default). */
@@ -69,8 +75,8 @@ export function unreachableAdvice(from: string): string {
   if (from === "default")
     return "run 'npm start' in this folder (it starts a local nats-server), or set NATS_URL to your server";
   if (isLocalUrlFile(from)) {
-    const folder = dirname(dirname(from));
-    return `the 'npm start' that wrote it is not running (killed?): start it again ('npm start' in ${folder}), or set NATS_URL to a server that runs`;
+    const folder = dirname(dirname(isClusterFile(from) ? dirname(from) : from));
+    return `the '${writer(from)}' that wrote it is not running (killed?): start it again ('${writer(from)}' in ${folder}), or set NATS_URL to a server that runs`;
   }
   return "start nats-server with JetStream ('nats-server -js'), fix NATS_URL, or unset it and use 'npm start' to run a local server";
 }
