@@ -128,11 +128,9 @@ export async function withSession<T>(use: (session: Session) => Promise<T>): Pro
   for (const warning of config.warnings) process.stderr.write(`outline: warning: ${warning}\n`);
   const source = natsUrlSource(config);
   const { url, from } = source;
-  // With neither NATS_URL nor a running `npm start` found, a failure may just mean another
-  // server answered on the default port: say which one was asked (unless the error does).
   const asked = `${redactUrl(url)} (${sourceOf(source)})`;
-  // Any server that did not answer in time is named, and from the default any failure: another
-  // server may answer on the default port.
+  // A server that did not answer in time is named (unless the error does), and from the default
+  // any failure: it may just mean another server answered on the default port.
   const named = (err: unknown): never => {
     const unnamed = !(err instanceof NotOurServer) && !(err instanceof NatsConnectError);
     if (unnamed && (from === "default" || isTransient(err)))
