@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { SettingsError } from "../shared/errors.ts";
 import { workerSettings } from "../services/thread-worker/settings.ts";
+import { DEFAULT_MAX_ACTORS } from "../services/thread-worker/worker.ts";
 
 function refused(values: Record<string, string>): SettingsError {
   try {
@@ -16,6 +17,7 @@ describe("worker settings (OUTLINE_* read by the thread worker)", () => {
   it("defaults when unset; the save linger is left to the worker", () => {
     expect(workerSettings({})).toEqual({
       idleMs: 60_000,
+      maxActors: DEFAULT_MAX_ACTORS,
       ackWaitMs: 30_000,
       backlogLimit: 4_000,
       singlePeers: "refuse",
@@ -30,14 +32,17 @@ describe("worker settings (OUTLINE_* read by the thread worker)", () => {
         OUTLINE_BACKLOG_LIMIT: "100",
         OUTLINE_SAVE_LINGER_MS: "0",
         OUTLINE_ALLOW_SINGLE_PEERS: "on",
+        OUTLINE_MAX_ACTORS: "500",
       }),
     ).toEqual({
       idleMs: 5_000,
+      maxActors: 500,
       ackWaitMs: 20_000,
       backlogLimit: 100,
       saveLingerMs: 0,
       singlePeers: "allow",
     });
+    expect(workerSettings({ OUTLINE_MAX_ACTORS: "none" }).maxActors).toBe(Number.POSITIVE_INFINITY);
   });
 
   it("a bad value names its variable and what to write", () => {
@@ -49,6 +54,11 @@ describe("worker settings (OUTLINE_* read by the thread worker)", () => {
     expect(refused({ OUTLINE_ALLOW_SINGLE_PEERS: "maybe" }).message).toMatch(
       /OUTLINE_ALLOW_SINGLE_PEERS.*'maybe'.*1, true, on/,
     );
+    for (const bad of ["0", "20k", "-1", "unlimited"]) {
+      const cap = refused({ OUTLINE_MAX_ACTORS: bad });
+      expect(cap.message).toMatch(/OUTLINE_MAX_ACTORS/);
+      expect(cap.message).toMatch(/OUTLINE_MAX_ACTORS=none/);
+    }
   });
 
   it("refuses a save linger past a tenth of the ack wait, saying both limits", () => {

@@ -200,6 +200,11 @@ export class HostedActor {
     this.#jobs = undefined;
   }
 
+  /** Jobs started and not finished, those waiting out a refusal's backoff included. */
+  jobsActive(): number {
+    return this.#jobs?.active ?? 0;
+  }
+
   /** Jobs doing something: not only waiting out a refusal's backoff (that keeps no thread). */
   jobsBusy(): number {
     return this.#jobs ? this.#jobs.active - this.#jobs.waitingOut : 0;

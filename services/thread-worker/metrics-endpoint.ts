@@ -1,5 +1,6 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { collectDefaultMetrics, Registry } from "prom-client";
 import type { InfraNames } from "../config/names.ts";
 import type { MeteredSummarizer } from "../summarizer/index.ts";
 import type { Limiter } from "./limiter.ts";
@@ -39,7 +40,11 @@ export interface MetricsEndpoint {
   stop(): void;
 }
 
-/** Answers metrics requests: the worker's registry, with the consumer's lag read at each scrape. */
+/**
+ * Answers metrics requests: the worker's registry, with the consumer's lag read at each scrape,
+ * then the process's own figures (heap, RSS, event-loop lag, GC: prom-client's defaults,
+ * `outline_worker_` before each name), as the prompt-builder has them.
+ */
 export function serveMetrics(parts: {
   nc: NatsConnection;
   jsm: JetStreamManager;
@@ -51,6 +56,9 @@ export function serveMetrics(parts: {
   log: Logger;
 }): MetricsEndpoint {
   const { nc, jsm, names, metrics, registry, log } = parts;
+  // A registry of its own: a test process may run several workers.
+  const processMetrics = new Registry();
+  collectDefaultMetrics({ register: processMetrics, prefix: "outline_worker_" });
   const render = async (): Promise<string> => {
     try {
       const info = await jsm.consumers.info(names.chatStream, names.workerDurable);
@@ -60,9 +68,10 @@ export function serveMetrics(parts: {
       log.warn(`metrics: consumer info unavailable: ${errorText(err)}`);
     }
     metrics.set(METRIC.actors, registry.size);
+    metrics.set(METRIC.intakeWaiting, registry.waiting);
     metrics.set(METRIC.inflight, parts.limiter.active);
     recordUsage(metrics, parts.summarizer.usage());
-    return metrics.render();
+    return metrics.render() + (await processMetrics.metrics());
   };
 
   // A queue group: with several workers one of them answers each scrape.

@@ -33,8 +33,8 @@ function renderLabels(labels: Labels): string {
 
 /**
  * A handful of counters and gauges in the Prometheus text format. Written here rather than taken
- * from prom-client: the worker needs a dozen series answered over NATS, not a registry,
- * histograms or default process metrics.
+ * from prom-client: bumped per event, they need no registry or histograms. The process figures
+ * are prom-client's defaults, rendered after these (metrics-endpoint.ts).
  */
 export class MetricRegistry {
   #families = new Map<string, Family>();
@@ -149,6 +149,21 @@ const SERIES = {
     name: "outline_worker_passivations_total",
     type: "counter",
     help: "Idle actors persisted and stopped.",
+  },
+  capPassivations: {
+    name: "outline_worker_cap_passivations_total",
+    type: "counter",
+    help: "Actors at rest persisted and stopped to make room under the actor cap (OUTLINE_MAX_ACTORS), least recently used first; included in passivations.",
+  },
+  actorCap: {
+    name: "outline_worker_actor_cap",
+    type: "gauge",
+    help: "Thread actors in memory at most (OUTLINE_MAX_ACTORS; 0: no cap).",
+  },
+  intakeWaiting: {
+    name: "outline_worker_intake_waiting_threads",
+    type: "gauge",
+    help: "Threads whose delivered events wait, unacknowledged, for an actor to make room under the cap.",
   },
   backlogHolds: {
     name: "outline_worker_backlog_holds_total",

@@ -1,38 +1,73 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import type { ChatEventKind } from "../nats/subjects.ts";
+import { ActorPool } from "./actor-pool.ts";
 import type { DeliveryEpoch } from "./delivery-ledger.ts";
 import { METRIC } from "./metrics.ts";
 import { ThreadSlot, type SlotEnd } from "./thread-slot.ts";
 import type { WorkerContext } from "./worker-context.ts";
 
+/** What the registry hands a thread's slot: a delivered chat event, or a wake. */
+type SlotAction = { msg: JsMsg; epoch: DeliveryEpoch; type: ChatEventKind } | "wake";
+
 /**
  * The threads this worker process owns, one slot (actor + queue) each, created on demand and
- * dropped when passivated. The one place that decides ownership: a scheme that splits threads
- * between several workers (e.g. consumers filtered by thread hash) plugs in here.
+ * dropped when passivated; at most `maxActors` live at once (ActorPool). The one place that
+ * decides ownership: a scheme that splits threads between several workers (e.g. consumers
+ * filtered by thread hash) plugs in here.
  */
 export class ThreadRegistry {
   readonly #ctx: WorkerContext;
-  readonly #slots = new Map<string, ThreadSlot>();
+  readonly #pool: ActorPool<ThreadSlot, SlotAction>;
   /** Passivated threads with a refused node waiting: woken when it may be tried again. */
   readonly #retries = new Map<string, NodeJS.Timeout>();
   /** Partitioned: whether this worker holds the thread's partition, and when to load it again. */
   #reload: { owns: (thread: string) => boolean; lostMs: number; failedMs: number } | undefined;
 
-  constructor(ctx: WorkerContext) {
+  /** `maxActors`: live slots at most (OUTLINE_MAX_ACTORS); Infinity for no cap. */
+  constructor(ctx: WorkerContext, maxActors = Number.POSITIVE_INFINITY) {
     this.#ctx = ctx;
+    const ended = (slot: ThreadSlot, end: SlotEnd) => this.#ended(slot, end);
+    const pool: ActorPool<ThreadSlot, SlotAction> = new ActorPool({
+      cap: maxActors,
+      create: (thread) => {
+        // Back in memory: its refused nodes are asked again on load and wait there.
+        clearTimeout(this.#retries.get(thread));
+        this.#retries.delete(thread);
+        const slot = new ThreadSlot(thread, ctx, ended, (rested) => pool.rested(rested));
+        ctx.metrics.set(METRIC.actors, pool.size + 1);
+        return slot;
+      },
+      give: (slot, action) => {
+        if (action === "wake") slot.wake();
+        else slot.enqueueChat(action.msg, action.epoch, action.type);
+      },
+      later: (fn) => ctx.nextTurn.run(fn),
+      evicted: () => {},
+    });
+    this.#pool = pool;
   }
 
   get size(): number {
-    return this.#slots.size;
+    return this.#pool.size;
+  }
+
+  /** Live slots at most (Infinity: no cap). */
+  get maxActors(): number {
+    return this.#pool.cap;
+  }
+
+  /** Threads whose delivered events wait for room under the cap. */
+  get waiting(): number {
+    return this.#pool.waiting;
   }
 
   threads(): string[] {
-    return [...this.#slots.keys()];
+    return [...this.#pool.slots()].map((slot) => slot.thread);
   }
 
   /** The live slot of a thread, if it is in memory (for tests and tools). */
   peek(thread: string): ThreadSlot | undefined {
-    return this.#slots.get(thread);
+    return this.#pool.peek(thread);
   }
 
   /**
@@ -40,25 +75,12 @@ export class ThreadRegistry {
    * event type its subject names.
    */
   deliver(thread: string, msg: JsMsg, epoch: DeliveryEpoch, type: ChatEventKind): void {
-    this.#slot(thread).enqueueChat(msg, epoch, type);
+    this.#pool.use(thread, { msg, epoch, type });
   }
 
   /** Loads a thread that has work outstanding though no event is coming (see BusyIndex). */
   wake(thread: string): void {
-    this.#slot(thread).wake();
-  }
-
-  #slot(thread: string): ThreadSlot {
-    let slot = this.#slots.get(thread);
-    if (!slot) {
-      // Back in memory: its refused nodes are asked again on load and wait there.
-      clearTimeout(this.#retries.get(thread));
-      this.#retries.delete(thread);
-      slot = new ThreadSlot(thread, this.#ctx, (ended, end) => this.#ended(ended, end));
-      this.#slots.set(thread, slot);
-      this.#ctx.metrics.set(METRIC.actors, this.#slots.size);
-    }
-    return slot;
+    this.#pool.use(thread, "wake");
   }
 
   /**
@@ -78,10 +100,10 @@ export class ThreadRegistry {
   // may skip its gap read on the strength of having been given every event (DeliveryLedger).
   #ended(slot: ThreadSlot, end: SlotEnd): void {
     if (end !== "passivated" && end !== "drained") this.#ctx.deliveries.interrupt();
-    if (this.#slots.get(slot.thread) === slot) this.#slots.delete(slot.thread);
-    this.#ctx.metrics.set(METRIC.actors, this.#slots.size);
+    this.#pool.ended(slot);
+    this.#ctx.metrics.set(METRIC.actors, this.#pool.size);
     const retryAt = slot.retryAt;
-    if (retryAt !== undefined && !this.#slots.has(slot.thread))
+    if (retryAt !== undefined && !this.#pool.peek(slot.thread))
       this.#retryLater(slot.thread, retryAt);
     const reload = this.#reload;
     if ((end === "lost" || end === "failed") && reload?.owns(slot.thread)) {
@@ -115,12 +137,16 @@ export class ThreadRegistry {
 
   /** The worker caught up: every thread's events waiting for their save linger are saved now. */
   saveLingering(appliedBy?: number): void {
-    for (const slot of this.#slots.values()) slot.saveLingering(appliedBy);
+    for (const slot of this.#pool.slots()) slot.saveLingering(appliedBy);
   }
 
-  /** Persists and stops actors idle for `idleMs`, so memory stays bounded by active threads. */
+  /**
+   * Persists and stops actors idle for `idleMs`, so memory stays bounded by active threads; and
+   * makes room under the cap for threads waiting, should a slot have come to rest unannounced.
+   */
   sweep(idleMs: number, now = Date.now()): void {
-    for (const slot of this.#slots.values()) slot.passivateIfIdle(now, idleMs);
+    for (const slot of this.#pool.slots()) slot.passivateIfIdle(now, idleMs);
+    this.#pool.makeRoom();
   }
 
   /**
@@ -133,19 +159,28 @@ export class ThreadRegistry {
       clearTimeout(timer);
       this.#retries.delete(thread);
     }
+    // Threads waiting for room come in over the cap: their events are applied, not given up.
+    this.#pool.admitAll(which);
     await Promise.all(
-      [...this.#slots.values()].filter((slot) => which(slot.thread)).map((slot) => slot.drain()),
+      [...this.#pool.slots()].filter((slot) => which(slot.thread)).map((slot) => slot.drain()),
     );
   }
 
   async drain(): Promise<void> {
     this.#stopRetries();
-    await Promise.all([...this.#slots.values()].map((slot) => slot.drain()));
+    this.#pool.admitAll();
+    await Promise.all([...this.#pool.slots()].map((slot) => slot.drain()));
   }
 
   abandon(): void {
     this.#stopRetries();
-    for (const slot of [...this.#slots.values()]) slot.abandon();
-    this.#slots.clear();
+    const dropped = this.#pool.dropWaiting().filter((action) => action !== "wake").length;
+    // Given up unacknowledged, as a slot's queue: they come back after the ack wait.
+    if (dropped > 0) {
+      this.#ctx.deliveries.interrupt();
+      this.#ctx.deliveries.released(dropped);
+    }
+    for (const slot of [...this.#pool.slots()]) slot.abandon();
+    this.#pool.clear();
   }
 }

@@ -6,12 +6,15 @@ import {
   DEFAULT_ACK_WAIT_MS,
   DEFAULT_BACKLOG_LIMIT,
   DEFAULT_IDLE_MS,
+  DEFAULT_MAX_ACTORS,
   DEFAULT_SAVE_LINGER_MS,
 } from "./worker.ts";
 
 /** The worker's own variables (env or config file), read once at start. */
 export interface WorkerSettings {
   idleMs: number;
+  /** Live actors at most; Infinity for `none`. */
+  maxActors: number;
   ackWaitMs: number;
   backlogLimit: number;
   /** Absent: the worker's default (500 ms, at most a tenth of the ack wait). */
@@ -28,6 +31,7 @@ export function workerSettings(values: SettingValues): WorkerSettings {
   const idleMs =
     wholeSetting(values, "OUTLINE_IDLE_MS", 10, "whole milliseconds", DEFAULT_IDLE_MS) ??
     DEFAULT_IDLE_MS;
+  const maxActors = maxActorsOf(values);
   const ackWaitMs =
     wholeSetting(values, "OUTLINE_ACK_WAIT_MS", 10, "whole milliseconds", DEFAULT_ACK_WAIT_MS) ??
     DEFAULT_ACK_WAIT_MS;
@@ -53,10 +57,25 @@ export function workerSettings(values: SettingValues): WorkerSettings {
   return {
     singlePeers: allowSinglePeersOf(values) ? "allow" : "refuse",
     idleMs,
+    maxActors,
     ackWaitMs,
     backlogLimit,
     ...(saveLingerMs !== undefined ? { saveLingerMs } : {}),
     ...(failoverMs !== undefined ? { failoverMs } : {}),
     ...(capacity !== undefined ? { capacity } : {}),
   };
+}
+
+/** OUTLINE_MAX_ACTORS: a whole number ≥ 1, or `none` for no cap. */
+function maxActorsOf(values: SettingValues): number {
+  const raw = values.OUTLINE_MAX_ACTORS?.trim();
+  if (!raw) return DEFAULT_MAX_ACTORS;
+  if (raw.toLowerCase() === "none") return Number.POSITIVE_INFINITY;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) {
+    throw new SettingsError(
+      "OUTLINE_MAX_ACTORS",
+      `'${raw}' is neither a whole number ≥ 1 nor none; write e.g. OUTLINE_MAX_ACTORS=${DEFAULT_MAX_ACTORS}, or OUTLINE_MAX_ACTORS=none for no cap`,
+    );
+  }
+  return Number(raw);
 }

@@ -1,4 +1,5 @@
 import type { JsMsg } from "@nats-io/jetstream";
+import { pendingOf } from "../../shared/snapshot.ts";
 import type { ThreadState } from "../../shared/thread.ts";
 import type { ChatEventKind } from "../nats/subjects.ts";
 import { AckLedger } from "./acks.ts";
@@ -34,6 +35,7 @@ export class ThreadSlot {
   readonly thread: string;
   readonly #ctx: WorkerContext;
   readonly #onEnd: (slot: ThreadSlot, end: SlotEnd) => void;
+  readonly #onRest: (slot: ThreadSlot) => void;
   /** Stopped when the slot is abandoned: every retry loop and wait stops at once. */
   readonly #tools: SlotTools;
   readonly #queue = new SlotQueue();
@@ -60,6 +62,10 @@ export class ThreadSlot {
   #woken = false;
   #saveDue = false;
   #passivateWanted = false;
+  /** The loop is in the middle of a passivation's final writes. */
+  #passivatingNow = false;
+  /** The passivation asked for was to make room under the actor cap (ActorPool). */
+  #forRoom = false;
   /**
    * drain() runs: it alone drives the loop, and its final writes run outside it. A kick then
    * (a save timer, the caught-up save, the idle sweep) would start a second loop beside them.
@@ -68,11 +74,17 @@ export class ThreadSlot {
 
   // A slot is made for every thread delivered: its parts share the slot's tools, and its
   // callbacks are made here, bound or unnamed (no per-slot spread or named closure, which tsx
-  // wraps in a defineProperty each).
-  constructor(thread: string, ctx: WorkerContext, onEnd: (slot: ThreadSlot, end: SlotEnd) => void) {
+  // wraps in a defineProperty each). `onRest`: the loop has nothing left to do for now.
+  constructor(
+    thread: string,
+    ctx: WorkerContext,
+    onEnd: (slot: ThreadSlot, end: SlotEnd) => void,
+    onRest: (slot: ThreadSlot) => void = () => {},
+  ) {
     this.thread = thread;
     this.#ctx = ctx;
     this.#onEnd = onEnd;
+    this.#onRest = onRest;
     this.#cursor = { seen: 0, joined: ctx.deliveries.current };
     this.#kicked = () => {
       this.#kickScheduled = false;
@@ -159,6 +171,7 @@ export class ThreadSlot {
         this.#running = undefined;
         const work = this.#queue.length > 0 && !this.#holdingOnly();
         if (!this.#ended && (work || this.#snapshots.isDue || this.#saveDue)) this.#kick();
+        if (!this.#ended && !this.#kickScheduled) this.#onRest(this);
       });
   }
 
@@ -180,15 +193,22 @@ export class ThreadSlot {
         else this.#acks.ackStored();
       } else if (this.#passivateWanted) {
         this.#passivateWanted = false;
-        await this.#finalWrites();
-        // Nothing arrived during the writes: the thread is at rest and can leave memory.
-        if (
-          this.#queue.length === 0 &&
-          this.#hosted.jobsBusy() === 0 &&
-          (await this.#stopWaitingOut())
-        ) {
-          this.#ctx.metrics.add(METRIC.passivations);
-          this.#end("passivated");
+        this.#passivatingNow = true;
+        try {
+          await this.#finalWrites();
+          // Nothing arrived during the writes: the thread is at rest and can leave memory.
+          if (
+            this.#queue.length === 0 &&
+            this.#hosted.jobsBusy() === 0 &&
+            (await this.#stopWaitingOut())
+          ) {
+            this.#ctx.metrics.add(METRIC.passivations);
+            if (this.#forRoom) this.#ctx.metrics.add(METRIC.capPassivations);
+            this.#end("passivated");
+          }
+        } finally {
+          this.#passivatingNow = false;
+          this.#forRoom = false;
         }
       } else {
         return;
@@ -289,6 +309,51 @@ export class ThreadSlot {
     if (now - this.#lastActivity < idleMs) return;
     this.#passivateWanted = true;
     this.#kick();
+  }
+
+  /**
+   * Loaded and at rest: nothing queued or about to run, every applied event saved and
+   * acknowledged, no summary asked, running or waiting out a refusal, no cut or merge waiting,
+   * no free node unpublished, no erase under way. Passivating such a slot only writes its
+   * snapshot: there is nothing to lose, and nothing it would apply again when re-loaded.
+   */
+  get evictable(): boolean {
+    if (
+      this.#ended ||
+      this.#draining ||
+      this.#running ||
+      this.#kickScheduled ||
+      this.#passivateWanted ||
+      this.#saveDue ||
+      this.#erasing ||
+      !this.#hosted.loaded ||
+      this.#queue.length > 0 ||
+      this.#acks.count > 0 ||
+      this.#acks.unsaved ||
+      this.#hosted.dirty ||
+      this.#hosted.jobsActive() > 0
+    )
+      return false;
+    const core = this.#hosted.state();
+    const pending = pendingOf(core);
+    return pending.jobs === 0 && pending.cuts === 0 && !pending.merging && core.outbox.length === 0;
+  }
+
+  /** A passivation was asked and has neither ended the slot nor been given up. */
+  get passivating(): boolean {
+    return !this.#ended && (this.#passivateWanted || this.#passivatingNow);
+  }
+
+  /**
+   * Passivates the slot now, through the idle path, to make room under the actor cap; false
+   * (and nothing asked) unless it is `evictable`.
+   */
+  passivate(): boolean {
+    if (!this.evictable) return false;
+    this.#passivateWanted = true;
+    this.#forRoom = true;
+    this.#kick();
+    return true;
   }
 
   /**

@@ -47,6 +47,11 @@ export interface ThreadWorkerOptions {
   replicas?: number;
   /** An actor idle this long is persisted and stopped (OUTLINE_IDLE_MS). */
   idleMs?: number;
+  /**
+   * Thread actors in memory at most (OUTLINE_MAX_ACTORS); past it the least recently used at
+   * rest is passivated. Infinity: no cap. Default DEFAULT_MAX_ACTORS.
+   */
+  maxActors?: number;
   /** Shortest time between two snapshot writes of one thread. */
   snapshotDelayMs?: number;
   /** Longest a state changed only by summaries waits before it is saved (nothing waits on it). */
@@ -110,6 +115,11 @@ export interface ThreadWorker {
 }
 
 export const DEFAULT_IDLE_MS = 60_000;
+/**
+ * Live thread actors at most (OUTLINE_MAX_ACTORS): about 16 KB each, so 100,000 threads busy at
+ * once stay under 1 GB of RSS (docs/thread-worker.md, `npm run bench -- threads`).
+ */
+export const DEFAULT_MAX_ACTORS = 20_000;
 /** Whole messages a thread holds at most while its summaries lag (OUTLINE_BACKLOG_LIMIT). */
 export const DEFAULT_BACKLOG_LIMIT = 4_000;
 export const DEFAULT_ACK_WAIT_MS = 30_000;
@@ -191,7 +201,14 @@ export async function startThreadWorker(options: ThreadWorkerOptions): Promise<T
     backlogLimit: options.backlogLimit ?? DEFAULT_BACKLOG_LIMIT,
     maxPayload: () => nc.info?.max_payload ?? 1024 * 1024,
   };
-  const registry = new ThreadRegistry(ctx);
+  const maxActors = options.maxActors ?? DEFAULT_MAX_ACTORS;
+  if (!(maxActors >= 1)) {
+    throw new Error(`maxActors ${maxActors} is not at least 1 (Infinity: no cap)`);
+  }
+  const registry = new ThreadRegistry(ctx, maxActors);
+  metrics.set(METRIC.actorCap, Number.isFinite(maxActors) ? maxActors : 0);
+  // Shown from the start: a rate of cap passivations is defined before the first one.
+  metrics.add(METRIC.capPassivations, 0);
   const maxAckPending = options.maxAckPending ?? 10_000;
   const partitions = names.partitions;
   // Single mode: one durable for every chat event. Partitioned: one per partition held, opened
