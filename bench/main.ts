@@ -23,6 +23,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   replay: async () => (await import("./replay.ts")).run,
   prompt: async () => (await import("./prompt.ts")).run,
   scale: async () => (await import("./scale.ts")).run,
+  threads: async () => (await import("./threads.ts")).run,
   explorer: async () => (await import("./explorer.ts")).run,
   search: async () => (await import("./search.ts")).run,
   cli: async () => (await import("./cli.ts")).run,
