@@ -116,10 +116,11 @@ export interface ThreadWorker {
 
 export const DEFAULT_IDLE_MS = 60_000;
 /**
- * Live thread actors at most (OUTLINE_MAX_ACTORS): about 16 KB each, so 100,000 threads busy at
- * once stay under 1 GB of RSS (docs/thread-worker.md, `npm run bench -- threads`).
+ * Live thread actors at most (OUTLINE_MAX_ACTORS). Under load an actor holds some 50 KB of RSS
+ * with its share of the heap's slack: 100,000 threads busy at once peak well under 1 GB
+ * (docs/thread-worker.md, `npm run bench -- threads`).
  */
-export const DEFAULT_MAX_ACTORS = 20_000;
+export const DEFAULT_MAX_ACTORS = 10_000;
 /** Whole messages a thread holds at most while its summaries lag (OUTLINE_BACKLOG_LIMIT). */
 export const DEFAULT_BACKLOG_LIMIT = 4_000;
 export const DEFAULT_ACK_WAIT_MS = 30_000;
