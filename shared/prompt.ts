@@ -1,3 +1,4 @@
+import type { AnthropicMessage, AnthropicTextBlock, OpenAIMessage, PromptStats } from "./api.ts";
 import { foldNewlines, utf8Bytes } from "./bytes.ts";
 import type { Message } from "./events.ts";
 import { estimateMessageTokens } from "./tokens.ts";
@@ -48,35 +49,7 @@ export interface PromptInput {
   search?: boolean | undefined;
 }
 
-export interface OpenAIMessage {
-  role: "user" | "assistant";
-  content: string;
-  /** The agent's own model state, sent back only when written after the last cut. */
-  state?: unknown;
-  /** Tool steps the message carries. */
-  steps?: unknown[];
-}
-
-export interface AnthropicTextBlock {
-  type: "text";
-  text: string;
-  cache_control?: { type: "ephemeral" };
-}
-
-export interface AnthropicMessage {
-  role: "user" | "assistant";
-  content: string | AnthropicTextBlock[];
-  state?: unknown;
-  steps?: unknown[];
-}
-
-export interface PromptStats {
-  outlineBytes: number;
-  tailTokens: number;
-  lines: number;
-  /** Whole messages left out by the hard cap, waiting for their summaries. */
-  pending: number;
-}
+export type { AnthropicMessage, AnthropicTextBlock, OpenAIMessage, PromptStats };
 
 export interface Prompt<M> {
   messages: M[];

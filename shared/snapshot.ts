@@ -1,45 +1,11 @@
 import type { Line } from "./batch.ts";
 import { nodeId, nodeSize } from "./names.ts";
 import { heldBack, type ThreadState } from "./thread.ts";
-import { threadSettingsOf, type ThreadSettings } from "./settings.ts";
+import { threadSettingsOf } from "./settings.ts";
+import type { OutlineSnapshot, SnapshotLine } from "./api.ts";
 
-/** One outline line as published (SPEC §8). `bytes` is what it adds to the outline. */
-export interface SnapshotLine {
-  id: number;
-  n: number;
-  level: number;
-  text: string;
-  bytes: number;
-  until: string;
-}
-
-/** The outline snapshot published to KV (SPEC §8). Fields may be added, none renamed. */
-export interface OutlineSnapshot {
-  thread: string;
-  count: number;
-  boundary: number;
-  since: string | null;
-  cutAt: string | null;
-  complete: boolean;
-  bytes: number;
-  /**
-   * Stream sequence of the newest event it reflects: applied, or passed over (a dead letter, a
-   * duplicate id). A reader serves only what is stored after it as newer than the snapshot.
-   */
-  seq: number;
-  lines: SnapshotLine[];
-  /** Ids of the messages still whole, oldest first. */
-  tail: string[];
-  /** Their stream sequences, so a reader fetches each in one read. */
-  tailSeqs: number[];
-  /**
-   * Summaries outstanding and cuts waiting for them: the outline may lag the log. `held`: due
-   * nodes waiting for their summarizer group to fill (HISTORY_GROUP), not counted in `jobs`.
-   */
-  pending: { jobs: number; cuts: number; merging: boolean; held?: number };
-  /** The line, tail and outline settings the thread runs under (absent in older snapshots). */
-  settings?: ThreadSettings;
-}
+/** One outline line, and the outline snapshot published to KV (SPEC §8), as the API answers. */
+export type { OutlineSnapshot, SnapshotLine };
 
 /**
  * The snapshot of `state`. `seq`, when given, is the newest of the thread's events handled,

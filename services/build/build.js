@@ -33,7 +33,59 @@ export const ENTRIES = {
   search: "services/search/main.ts",
   "extract-thread": "services/summarizer/extract-thread.ts",
   "nats-lifeline": "services/start/nats-lifeline.js",
+  // `outline/client` (package.json exports), with the declarations of DECLARED beside it.
+  client: "services/client/client.ts",
 };
+
+/**
+ * The files whose types `outline/client` exposes: each declared alone (isolated declarations),
+ * so they import nothing but each other. dist/types/ mirrors their paths.
+ */
+export const DECLARED = [
+  "services/client/client.ts",
+  "services/client/http.ts",
+  "services/client/nats.ts",
+  "services/client/transport.ts",
+  "services/prompt-builder/api-error.ts",
+  "shared/api.ts",
+];
+
+/**
+ * Writes `dist/types/<path>.d.ts` for each of DECLARED, with `.ts` imports as `.js` (what a
+ * consumer's TypeScript resolves to the `.d.ts` beside it). Without TypeScript installed (an
+ * install without devDependencies) the client runs, untyped: said, not fatal.
+ * @param {string} root
+ * @param {string} outdir
+ */
+async function declare(root, outdir) {
+  /** @type {typeof import("typescript") | undefined} */
+  let ts;
+  try {
+    ts = (await import("typescript")).default;
+  } catch {
+    process.stderr.write("outline: typescript is not installed: outline/client has no types\n");
+    return;
+  }
+  for (const path of DECLARED) {
+    const source = readFileSync(join(root, path), "utf8");
+    const out = ts.transpileDeclaration(source, {
+      fileName: path,
+      compilerOptions: { module: ts.ModuleKind.NodeNext, target: ts.ScriptTarget.ES2022 },
+      reportDiagnostics: true,
+    });
+    const problem = out.diagnostics?.[0];
+    if (problem) {
+      const text = ts.flattenDiagnosticMessageText(problem.messageText, "\n");
+      throw new Error(`${path}: cannot be declared on its own: ${text}`);
+    }
+    const file = join(outdir, "types", path.replace(/\.ts$/, ".d.ts"));
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(
+      file,
+      out.outputText.replace(/(from\s+["']\.{1,2}\/[^"']*)\.ts(["'])/g, "$1.js$2"),
+    );
+  }
+}
 
 const MANIFEST = "build.json";
 // Chunks a running process may still import lazily (a CLI command, a summarizer thread) are kept
@@ -101,19 +153,26 @@ export async function build({ root = ROOT, outdir = join(root, "dist") } = {}) {
       metafile: true,
       logLevel: "warning",
     });
+    await declare(root, tmp);
     const outputs = readdirSync(tmp);
     const entries = new Set(Object.keys(ENTRIES).flatMap((n) => [`${n}.js`, `${n}.js.map`]));
-    for (const file of [...outputs.filter((f) => !entries.has(f)), ...entries]) {
+    const chunks = outputs.filter((f) => !entries.has(f) && f !== "types");
+    for (const file of [...chunks, ...entries]) {
       if (outputs.includes(file)) renameSync(join(tmp, file), join(outdir, file));
     }
+    if (outputs.includes("types")) {
+      rmSync(join(outdir, "types"), { recursive: true, force: true });
+      renameSync(join(tmp, "types"), join(outdir, "types"));
+    }
     const self = relative(root, fileURLToPath(import.meta.url));
-    const inputs = [
+    const inputs = new Set([
       ...Object.keys(result.metafile.inputs).filter((p) => !p.includes("node_modules")),
       self,
-    ];
+      ...DECLARED,
+    ]);
     /** @type {Manifest} */
     const manifest = {
-      inputs: inputs.map((path) => {
+      inputs: [...inputs].map((path) => {
         const stat = statSync(join(root, path));
         return [path, stat.mtimeMs, stat.size];
       }),

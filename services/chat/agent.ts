@@ -1,8 +1,7 @@
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import type { OpenAIMessage } from "../../shared/prompt.ts";
-import type { PromptBuilderClient } from "../cli/ask.ts";
-import type { SearchForward } from "../prompt-builder/search-forward.ts";
+import type { OutlineClient, SearchRequest, ZoomRequest } from "../client/client.ts";
 
 /** Answers a thread given the prompt-builder's prompt for the agent. */
 export interface Agent {
@@ -42,11 +41,9 @@ export function openAIAgent(options: {
   apiKey: string;
   baseURL?: string | undefined;
   model: string;
-  operations: Pick<PromptBuilderClient, "zoom" | "tools">;
-  /** Answers the search tool's calls, when the prompt-builder offers it. */
-  search: SearchForward;
+  /** The running prompt-builder; its search calls go to the search service behind it. */
+  operations: Pick<OutlineClient, "zoom" | "tools" | "search">;
 }): Agent {
-  const decoder = new TextDecoder();
   const client = new OpenAI({ apiKey: options.apiKey, baseURL: options.baseURL });
   let model = 0;
   let zoom = 0;
@@ -56,7 +53,7 @@ export function openAIAgent(options: {
     async answer(thread, prompt) {
       // Asked each turn: the prompt-builder's settings, not ours, decide what an agent is offered.
       const tools = await options.operations.tools({ thread });
-      const search = tools.some((t) => t.function.name === "search") ? options.search : undefined;
+      const search = tools.some((t) => t.function.name === "search");
       const messages: ChatCompletionMessageParam[] = [
         { role: "system", content: SYSTEM },
         ...prompt.map((m) => ({ role: m.role, content: m.content })),
@@ -79,11 +76,12 @@ export function openAIAgent(options: {
           if (call.function.name !== "search") zoom += 1;
           let result: unknown;
           try {
-            const args = JSON.parse(call.function.arguments) as Record<string, unknown>;
+            // The model's arguments go as they are: the API checks them and names a rule broken.
+            const args = JSON.parse(call.function.arguments) as object;
             result =
               call.function.name === "search" && search
-                ? (JSON.parse(decoder.decode(await search({ ...args, thread }))) as unknown)
-                : await options.operations.zoom({ ...args, thread });
+                ? await options.operations.search({ ...(args as SearchRequest), thread })
+                : await options.operations.zoom({ ...(args as ZoomRequest), thread });
           } catch (err) {
             // The model reads the rule it broke and can call again correctly.
             result = { error: (err as Error).message };

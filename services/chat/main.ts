@@ -6,7 +6,6 @@ import { THREAD_ID } from "../../shared/events.ts";
 import { loadSettings } from "../config/load.ts";
 import { connectNats, redactUrl } from "../nats/connect.ts";
 import { ensureTopology } from "../nats/topology.ts";
-import { forwardSearch } from "../prompt-builder/search-forward.ts";
 import { promptBuilderClient, requirePromptBuilder } from "../cli/ask.ts";
 import { echoAgent, openAIAgent } from "./agent.ts";
 import { CHAT_HELP, createChat } from "./chat.ts";
@@ -66,9 +65,6 @@ async function main(): Promise<number> {
   // What an agent gets is what the running prompt-builder builds, with its settings, not ours.
   const operations = promptBuilderClient(nc, config.names.apiPrefix);
   await requirePromptBuilder(operations, thread);
-  // Offered to the model when the prompt-builder lists it (its HISTORY_SEARCH=on); the search
-  // service answers, as it does for the prompt-builder's own search route.
-  const search = forwardSearch(nc, config.names.apiPrefix, { on: true });
   const apiKey = config.values["OPENAI_API_KEY"]?.trim();
   const model = values.model ?? config.values["OPENAI_CHAT_MODEL"]?.trim() ?? "gpt-4o-mini";
   const agent = apiKey
@@ -77,7 +73,6 @@ async function main(): Promise<number> {
         baseURL: config.values["OPENAI_BASE_URL"]?.trim() || undefined,
         model,
         operations,
-        search,
       })
     : echoAgent();
   const user = values.as ?? "Ana";

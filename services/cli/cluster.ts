@@ -20,12 +20,7 @@ export const cluster: Command = {
     return withSession(async ({ nc, config, orAsk, asked }) => {
       const view = clusterView(nc, config.names, failoverMsOf(config.values), { strict: true });
       // A user that may not read the bucket (the platform user) asks a prompt-builder instead.
-      const answer = await orAsk<ClusterAnswer | { error: { message: string } }>(
-        view,
-        "cluster",
-        {},
-      );
-      if ("error" in answer) throw new Error(answer.error.message);
+      const answer: ClusterAnswer = await orAsk(view, "cluster", (client) => client.cluster());
       // Which server answered: another one on the default port would answer "single mode" too.
       if (args.values.json === true) {
         process.stderr.write(`outline cluster: asked ${asked}\n`);

@@ -25,7 +25,7 @@ export const outline: Command = {
     const args = parse(argv, { json: { type: "boolean" } }, 1);
     if (args.help) return out.help(USAGE);
     return withSession(async ({ operations }) => {
-      const s = await operations.outline({ thread: args.positionals[0] });
+      const s = await operations.outline({ thread: args.positionals[0] ?? "" });
       if (args.values.json === true) {
         out.line(JSON.stringify(s, null, 2));
         return 0;

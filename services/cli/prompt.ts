@@ -1,7 +1,6 @@
 import type { AnthropicMessage, OpenAIMessage } from "../../shared/prompt.ts";
 import type { PromptReply } from "../prompt-builder/operations.ts";
 import { parse, str } from "./args.ts";
-import { askPromptBuilder } from "./ask.ts";
 import type { Command } from "./command.ts";
 import { withSession } from "./session.ts";
 
@@ -68,14 +67,14 @@ export const prompt: Command = {
       1,
     );
     if (args.help) return out.help(USAGE);
-    return withSession(async ({ nc, config }) => {
-      const body = await askPromptBuilder(nc, config.names.apiPrefix, "prompt", {
-        thread: args.positionals[0],
+    return withSession(async ({ client }) => {
+      const reply: PromptReply = await client.prompt({
+        thread: args.positionals[0] ?? "",
         agent: str(args.values.agent),
         from: str(args.values.from),
-        format: str(args.values.format),
+        // Checked by the prompt-builder, which names the formats it takes.
+        format: str(args.values.format) as "openai" | undefined,
       });
-      const reply = JSON.parse(new TextDecoder().decode(body)) as PromptReply;
       if (args.values.json === true) {
         out.line(JSON.stringify(reply, null, 2));
         return 0;

@@ -1,5 +1,5 @@
-import type { SearchReply } from "../search/search.ts";
-import { forwardSearch } from "../prompt-builder/search-forward.ts";
+import { ApiError } from "../prompt-builder/api-error.ts";
+import { searchOffError } from "../prompt-builder/search-forward.ts";
 import { parse, str } from "./args.ts";
 import type { Command } from "./command.ts";
 import { withSession } from "./session.ts";
@@ -24,16 +24,21 @@ export const search: Command = {
       2,
     );
     if (args.help) return out.help(USAGE);
-    const [thread, q] = args.positionals;
-    return withSession(async ({ nc, config }) => {
-      const ask = forwardSearch(nc, config.names.apiPrefix, { on: config.settings.search });
-      const body = await ask({
-        thread,
-        q,
-        before: str(args.values.before),
-        limit: str(args.values.limit),
-      });
-      const reply = JSON.parse(new TextDecoder().decode(body)) as SearchReply;
+    // parse() checked there are two.
+    const [thread, q] = args.positionals as [string, string];
+    return withSession(async ({ client, config }) => {
+      const reply = await client
+        .search({ thread, q, before: str(args.values.before), limit: str(args.values.limit) })
+        .catch((err: unknown) => {
+          // None answers, and this shell's settings say search is off: that is the likely cause.
+          if (
+            err instanceof ApiError &&
+            err.code === "SEARCH_UNAVAILABLE" &&
+            !config.settings.search
+          )
+            throw searchOffError();
+          throw err;
+        });
       if (args.values.json === true) {
         out.line(JSON.stringify(reply, null, 2));
         return 0;

@@ -12,16 +12,16 @@ import { withServerPartitions } from "../nats/partition-probe.ts";
 import { isTransient } from "../nats/transient.ts";
 import { ENABLE_JETSTREAM, isJetStreamOff } from "../nats/jetstream-off.ts";
 import { ApiError } from "../prompt-builder/api-error.ts";
-import { createOperations, type Operations } from "../prompt-builder/operations.ts";
+import { createOperations } from "../prompt-builder/operations.ts";
 import { createReader, type ThreadReader } from "../prompt-builder/reader.ts";
 import {
   describeNatsUrlSource as sourceOf,
   natsUrlSource,
   type NatsUrlSource,
 } from "../config/nats-url.ts";
-import type { RawRequest } from "../prompt-builder/requests.ts";
+import type { OutlineClient } from "../client/client.ts";
 import { UsageError } from "./args.ts";
-import { askPromptBuilder, type ApiOp } from "./ask.ts";
+import { promptBuilderClient } from "./ask.ts";
 import { mentionsRefusal, PermissionDenied, watchRefusals, type Refusals } from "./permissions.ts";
 
 /** What a command talks to: the same settings and NATS_URL as the services. */
@@ -37,17 +37,26 @@ export interface Session {
    * depends on the service's settings (HISTORY_SEARCH, the tail's cap): `outline prompt` asks
    * the service.
    */
-  operations: Pick<Operations, "zoom" | "outline">;
+  operations: Pick<OutlineClient, "zoom" | "outline">;
+  /** The running prompt-builder (and search service) over NATS, through the typed client. */
+  client: OutlineClient;
   /**
    * `read`, or when the server refuses this user a read it makes, the running prompt-builder's
-   * answer to `raw` on `<apiPrefix>.<op>`; a PermissionDenied when none runs to ask.
+   * answer through `ask` (on `<apiPrefix>.<op>`); a PermissionDenied when none runs to ask.
    */
-  orAsk: <T>(read: () => Promise<T>, op: ApiOp, raw: RawRequest) => Promise<T>;
+  orAsk: <T>(
+    read: () => Promise<T>,
+    op: AskedOp,
+    ask: (client: OutlineClient) => Promise<T>,
+  ) => Promise<T>;
   /** Throws NotOurServer when the server has no CHAT stream (import checks before reading). */
   requireChatStream: () => Promise<void>;
   /** The server asked, in words: its URL and where that came from. */
   asked: string;
 }
+
+/** What a command reads itself, or asks a prompt-builder for when refused the read. */
+type AskedOp = "zoom" | "outline" | "cluster";
 
 /**
  * The server answered but has no CHAT stream (another project's server, or ours never started),
@@ -96,8 +105,12 @@ async function streamInfo(
  * nats/nats-server.conf may not read CHAT, HISTORY or the cluster bucket), the running
  * prompt-builder's answer on `<apiPrefix>.<op>` instead: the same JSON, read with its rights.
  */
-function orAskWith(nc: NatsConnection, config: Config, refusals: Refusals): Session["orAsk"] {
-  return async function orAsk<T>(read: () => Promise<T>, op: ApiOp, raw: RawRequest): Promise<T> {
+function orAskWith(client: OutlineClient, config: Config, refusals: Refusals): Session["orAsk"] {
+  return async function orAsk<T>(
+    read: () => Promise<T>,
+    op: AskedOp,
+    ask: (client: OutlineClient) => Promise<T>,
+  ): Promise<T> {
     const mark = refusals.count;
     try {
       return await read();
@@ -105,19 +118,16 @@ function orAskWith(nc: NatsConnection, config: Config, refusals: Refusals): Sess
       const refusal = mentionsRefusal(err) ? await refusals.since(mark) : undefined;
       if (!refusal) throw err;
       const subject = `${config.names.apiPrefix}.${op}`;
-      const body = await askPromptBuilder(nc, config.names.apiPrefix, op, raw).catch(
-        (e: unknown) => {
-          if (e instanceof ApiError && e.code === "PROMPT_BUILDER_UNAVAILABLE") {
-            throw new PermissionDenied(
-              refusal,
-              config.auth,
-              `, and no prompt-builder answers on ${subject} to ask instead`,
-            );
-          }
-          throw e;
-        },
-      );
-      return JSON.parse(new TextDecoder().decode(body)) as T;
+      return ask(client).catch((e: unknown) => {
+        if (e instanceof ApiError && e.code === "PROMPT_BUILDER_UNAVAILABLE") {
+          throw new PermissionDenied(
+            refusal,
+            config.auth,
+            `, and no prompt-builder answers on ${subject} to ask instead`,
+          );
+        }
+        throw e;
+      });
     }
   };
 }
@@ -179,16 +189,28 @@ export async function withSession<T>(use: (session: Session) => Promise<T>): Pro
   try {
     const reader = createReader(nc, config.names);
     const operations = createOperations(reader);
-    const orAsk = orAskWith(nc, config, refusals);
+    const client = promptBuilderClient(nc, config.names.apiPrefix);
+    const orAsk = orAskWith(client, config, refusals);
     return await use({
       config,
       nc,
       js: jetstream(nc),
       reader,
       operations: {
-        zoom: (raw) => orAsk(() => operations.zoom(raw), "zoom", raw),
-        outline: (raw) => orAsk(() => operations.outline(raw), "outline", raw),
+        zoom: (request) =>
+          orAsk(
+            () => operations.zoom({ ...request }),
+            "zoom",
+            (c) => c.zoom(request),
+          ),
+        outline: (request) =>
+          orAsk(
+            () => operations.outline({ ...request }),
+            "outline",
+            (c) => c.outline(request),
+          ),
       },
+      client,
       orAsk,
       requireChatStream: () => streamInfo(nc, stream, source),
       asked,

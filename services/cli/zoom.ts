@@ -22,7 +22,8 @@ export const zoom: Command = {
       3,
     );
     if (args.help) return out.help(USAGE);
-    const [thread, id, n] = args.positionals;
+    // parse() checked there are three.
+    const [thread, id, n] = args.positionals as [string, string, string];
     return withSession(async ({ operations }) => {
       const reply = await operations.zoom({
         thread,

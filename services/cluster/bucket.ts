@@ -1,3 +1,4 @@
+import type { MemberInfo } from "../../shared/api.ts";
 import {
   JetStreamApiCodes,
   JetStreamApiError,
@@ -17,22 +18,7 @@ export const clusterBucket = (names: Pick<InfraNames, "kvBucket">): string =>
   `${names.kvBucket}-cluster`;
 
 /** One member as its heartbeat says (and as `GET /cluster` shows it). */
-export interface MemberInfo {
-  id: string;
-  host: string;
-  pid: number;
-  /** ISO time it joined. */
-  since: string;
-  capacity: number;
-  partitions: number[];
-  /** Threads in memory. */
-  threads: number;
-  /** Events stored and not yet delivered to it, over its partitions. */
-  lag: number;
-  /** The settings its threads run under (`threadSettingsText`): alike on every member. */
-  settings?: string;
-  leaving?: boolean;
-}
+export type { MemberInfo };
 
 export interface ClusterView {
   members: (MemberInfo & { live: boolean; heardMsAgo: number })[];

@@ -1,3 +1,4 @@
+import type { ClusterAnswer } from "../../shared/api.ts";
 import {
   jetstream,
   jetstreamManager,
@@ -6,22 +7,16 @@ import {
   type JetStreamManager,
 } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
-import { headers, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import type { InfraNames } from "../config/names.ts";
 import { isTransient } from "../nats/transient.ts";
 import { ApiError } from "../prompt-builder/api-error.ts";
-import { clusterBucket, readCluster, type MemberInfo } from "./bucket.ts";
+import { statusHeaders } from "../prompt-builder/nats-api.ts";
+import { clusterBucket, readCluster } from "./bucket.ts";
 import { DEFAULT_FAILOVER_MS } from "./membership.ts";
 
 /** `GET /cluster`, `<apiPrefix>.cluster` and `outline cluster` (SPEC §9). */
-export interface ClusterAnswer {
-  mode: "single" | "partitioned";
-  members: (MemberInfo & { live: boolean; heardMsAgo: number })[];
-  /** How many partitions the threads are split into; 0 in single mode. */
-  partitions: number;
-  /** Partition → member holding it. */
-  leases: Record<string, string>;
-}
+export type { ClusterAnswer };
 
 /** The subject the same answer is served on over NATS. */
 export const clusterSubject = (names: Pick<InfraNames, "apiPrefix">): string =>
@@ -86,13 +81,6 @@ export function clusterView(
   };
 }
 
-/** A reply with the HTTP status the same request would have had, as every `<apiPrefix>.<op>`. */
-function statusHeader(status: number) {
-  const h = headers();
-  h.set("Outline-Status", String(status));
-  return { headers: h };
-}
-
 /**
  * Answers `<apiPrefix>.cluster` with the same JSON and status as GET /cluster (any instance may
  * answer): 200, 503 while the bucket elects a leader, or 500 when the view cannot be read, as
@@ -109,7 +97,7 @@ export function serveCluster(
     callback: (err, msg) => {
       if (err) return;
       view().then(
-        (answer) => msg.respond(JSON.stringify(answer), statusHeader(200)),
+        (answer) => msg.respond(JSON.stringify(answer), statusHeaders(200)),
         (e: unknown) => {
           log(`prompt-builder: cluster view failed: ${(e as Error).message}`);
           // As the NATS API answers errors: the HTTP status in Outline-Status.
@@ -117,7 +105,7 @@ export function serveCluster(
           const code = e instanceof ApiError ? e.code : "CLUSTER_UNAVAILABLE";
           msg.respond(
             JSON.stringify({ error: { code, message: (e as Error).message } }),
-            statusHeader(status),
+            statusHeaders(status, e instanceof ApiError ? e.retryAfter : undefined),
           );
         },
       );

@@ -1,5 +1,6 @@
 import {
   headers,
+  type MsgHdrs,
   PermissionViolationError,
   type Msg,
   type NatsConnection,
@@ -24,6 +25,17 @@ export interface NatsApi {
   subscriptions: readonly Subscription[];
   /** Stops taking requests and finishes those in flight. */
   drain(): Promise<void>;
+}
+
+/**
+ * A reply's headers: `Outline-Status`, the HTTP status the same request would have had, and
+ * `Retry-After` (seconds) when asking again later may succeed, as HTTP sends it.
+ */
+export function statusHeaders(status: number, retryAfter?: number): { headers: MsgHdrs } {
+  const h = headers();
+  h.set("Outline-Status", String(status));
+  if (retryAfter !== undefined) h.set("Retry-After", String(retryAfter));
+  return { headers: h };
 }
 
 export function parseBody(msg: Msg): RawRequest {
@@ -73,6 +85,7 @@ export function serveNatsApi(
   async function answer(op: (typeof NATS_OPERATIONS)[number], msg: Msg): Promise<void> {
     const started = performance.now();
     let status = 200;
+    let retryAfter: number | undefined;
     let body: unknown;
     try {
       const raw = parseBody(msg);
@@ -89,13 +102,15 @@ export function serveNatsApi(
       if (!(err instanceof ApiError))
         log(`prompt-builder: NATS ${op} failed: ${(err as Error).stack ?? String(err)}`);
       status = apiError.status;
+      retryAfter = apiError.retryAfter;
       body = errorBody(apiError);
     }
     metrics.observe(op, "nats", status, (performance.now() - started) / 1000);
     if (!msg.reply) return;
-    const h = headers();
-    h.set("Outline-Status", String(status));
-    msg.respond(body instanceof Uint8Array ? body : JSON.stringify(body), { headers: h });
+    msg.respond(
+      body instanceof Uint8Array ? body : JSON.stringify(body),
+      statusHeaders(status, retryAfter),
+    );
   }
 
   for (const op of NATS_OPERATIONS) {

@@ -1,14 +1,7 @@
+import type { PromptReply, ZoomLine, ZoomMessage, ZoomReply } from "../../shared/api.ts";
 import { ZoomError } from "../../shared/errors.ts";
-import type { Message } from "../../shared/events.ts";
 import { lineRef, type NodeRef } from "../../shared/names.ts";
-import {
-  buildAnthropicPrompt,
-  buildOpenAIPrompt,
-  type AnthropicMessage,
-  type OpenAIMessage,
-  type PromptInput,
-  type PromptStats,
-} from "../../shared/prompt.ts";
+import { buildAnthropicPrompt, buildOpenAIPrompt, type PromptInput } from "../../shared/prompt.ts";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import { pageText, resolveZoom, type Page, type ZoomScope } from "../../shared/zoom.ts";
 import { ApiError, notFound } from "./api-error.ts";
@@ -18,36 +11,7 @@ import type { ReadAhead, StoredMessage, StoredSnapshot, ThreadReader } from "./r
 import { promptArgs, threadArg, zoomArgs, type PromptArgs, type RawRequest } from "./requests.ts";
 import { toolsFor, type ToolDefinition } from "./tools.ts";
 
-export interface PromptReply {
-  messages: OpenAIMessage[] | AnthropicMessage[];
-  stats: PromptStats & {
-    /** Messages stored after the snapshot was written, included whole at the end. */
-    newerThanSnapshot: number;
-    /** CHAT sequence of the snapshot (0 when the thread has none yet). */
-    snapshotSeq: number;
-  };
-}
-
-export interface ZoomLine {
-  id: number;
-  n: number;
-  text: string;
-  until: string;
-}
-
-export interface ZoomMessage {
-  id: string;
-  position: number;
-  from: string;
-  to: string | undefined;
-  role: Message["role"];
-  at: string;
-  text: string;
-  steps?: unknown[];
-}
-
-export type ZoomReply =
-  { lines: ZoomLine[] } | { message: ZoomMessage; page: Page["page"]; note?: string };
+export type { PromptReply, ZoomLine, ZoomMessage, ZoomReply };
 
 /** The prompt-builder's operations, free of any transport: HTTP and NATS both call these. */
 export interface Operations {

@@ -1,25 +1,27 @@
 import { RequestError, TimeoutError, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { searchSubject } from "../search/api.ts";
-import { searchArgs } from "../search/search.ts";
+import { SEARCH_BEHIND_RETRY_S, searchArgs } from "../search/search.ts";
 import { ApiError } from "./api-error.ts";
 import type { RawRequest } from "./requests.ts";
 
 /** GET /threads/{thread}/search: the answer of a search service, as its JSON bytes. */
 export type SearchForward = (raw: RawRequest) => Promise<Uint8Array>;
 
-/**
- * A search service's 503 (SEARCH_INDEX_BEHIND) comes after it waited 2 s for its index to reach
- * the thread's newest message: it is catching up with CHAT, which takes seconds, so the caller is
- * told when to ask again rather than asked again here at once (it would wait again, and add load
- * to an index already behind).
- */
-export const SEARCH_BEHIND_RETRY_S = 5;
+export { SEARCH_BEHIND_RETRY_S };
 /**
  * No search service answers: none runs, or each is building its index from CHAT, which takes
  * minutes on a large stream (5,000-6,600 messages a second). A retry within a second would not
  * see it come; the caller is told to come back later.
  */
 export const SEARCH_UNAVAILABLE_RETRY_S = 30;
+
+/** No search service answers where the settings say search is off. */
+export const searchOffError = (): ApiError =>
+  new ApiError(
+    501,
+    "SEARCH_OFF",
+    "search is off (HISTORY_SEARCH=off) and no search service answers: set HISTORY_SEARCH=on and restart (npm start then runs the search service)",
+  );
 
 /**
  * The prompt-builder keeps no index (any instance answers for any thread): its search route
@@ -44,13 +46,7 @@ export function forwardSearch(
       const noResponders =
         (err instanceof RequestError && err.isNoResponders()) ||
         (err as Error).name === "NoRespondersError";
-      if (noResponders && !options.on) {
-        throw new ApiError(
-          501,
-          "SEARCH_OFF",
-          "search is off (HISTORY_SEARCH=off) and no search service answers: set HISTORY_SEARCH=on and restart (npm start then runs the search service)",
-        );
-      }
+      if (noResponders && !options.on) throw searchOffError();
       if (noResponders) {
         throw new ApiError(
           503,

@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
-import { headers, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { ApiError, errorBody } from "../prompt-builder/api-error.ts";
-import { parseBody } from "../prompt-builder/nats-api.ts";
+import { parseBody, statusHeaders } from "../prompt-builder/nats-api.ts";
 import type { SearchIndexer } from "./indexer.ts";
 import type { Search } from "./search.ts";
 
@@ -23,12 +23,10 @@ export interface SearchApi {
   drain(): Promise<void>;
 }
 
-/** Answers with `body` as JSON and its HTTP status in the `Outline-Status` header. */
-export function reply(msg: Msg, status: number, body: unknown): void {
+/** Answers with `body` as JSON, its HTTP status and any Retry-After in headers (statusHeaders). */
+export function reply(msg: Msg, status: number, body: unknown, retryAfter?: number): void {
   if (!msg.reply) return;
-  const h = headers();
-  h.set("Outline-Status", String(status));
-  msg.respond(JSON.stringify(body), { headers: h });
+  msg.respond(JSON.stringify(body), statusHeaders(status, retryAfter));
 }
 
 function asApiError(err: unknown): ApiError {
@@ -70,7 +68,7 @@ export function serveSearchApi(
     } catch (err) {
       const apiError = asApiError(err);
       if (apiError.status === 500) log(`search: failed: ${(err as Error).stack ?? String(err)}`);
-      reply(msg, apiError.status, errorBody(apiError));
+      reply(msg, apiError.status, errorBody(apiError), apiError.retryAfter);
     }
   }
 

@@ -1,3 +1,4 @@
+import type { SearchHit, SearchReply } from "../../shared/api.ts";
 import {
   lineHolding,
   MAX_QUERY_CHARS,
@@ -20,24 +21,15 @@ export interface SearchArgs {
   limit: number;
 }
 
-export interface SearchHit {
-  /** The message's position: what zoom(id, 1) takes. */
-  id: number;
-  /** Its message id. */
-  message: string;
-  /** The outline line holding it (`1024+256`), or null when it is whole (the tail). */
-  in: string | null;
-  at: string;
-  from: string;
-  /** About 200 characters around the match, the match marked «like this». */
-  snippet: string;
-}
+export type { SearchHit, SearchReply };
 
-export interface SearchReply {
-  hits: SearchHit[];
-  /** Pass as `before` for the next page; null when nothing older matches. */
-  before: number | null;
-}
+/**
+ * A 503 SEARCH_INDEX_BEHIND comes after the service waited 2 s for its index to reach the
+ * thread's newest message: it is catching up with CHAT, which takes seconds, so the caller is
+ * told when to ask again rather than asked again at once (it would wait again, and add load to
+ * an index already behind).
+ */
+export const SEARCH_BEHIND_RETRY_S = 5;
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
@@ -101,6 +93,7 @@ export function createSearch(
         503,
         "SEARCH_INDEX_BEHIND",
         `the search index has read CHAT up to sequence ${applied} of ${last}; thread '${thread}' has messages up to ${lastSeq}: it is catching up (see the search service's log), retry in a few seconds`,
+        { retryAfter: SEARCH_BEHIND_RETRY_S },
       );
     }
     const page = indexer
