@@ -8,6 +8,7 @@ import { METRICS_CONTENT_TYPE, type ApiMetrics } from "./metrics.ts";
 import type { Operations } from "./operations.ts";
 import type { RawRequest } from "./requests.ts";
 import { searchArgs } from "../search/search.ts";
+import { OPENAPI } from "./openapi.ts";
 import type { SearchForward } from "./search-forward.ts";
 
 /** Longest request target served; longer is a 414 (no query of ours comes close). */
@@ -24,7 +25,7 @@ export interface HttpOptions {
   operations: Operations;
   metrics: ApiMetrics;
   health: Health;
-  /** Required as `Authorization: Bearer <token>` on every route but /healthz when set. */
+  /** Required as `Authorization: Bearer <token>` on every route but /healthz and /openapi.json when set. */
   token: string | undefined;
   /** Where unexpected failures are reported (never the request's data). */
   log?: (line: string) => void;
@@ -79,23 +80,38 @@ function sendError(res: ServerResponse, err: ApiError, headers: Record<string, s
   send(res, err.status, errorBody(err), { ...retry, ...headers });
 }
 
-/** The routes a server made with `options` serves, for its 404 and 405 answers: no others. */
-export function routesHint(options: Pick<HttpOptions, "explorer" | "search" | "cluster">): string {
-  const routes = [
-    "GET /threads/{thread}/prompt?agent=…&from=…&format=openai|anthropic",
-    "/threads/{thread}/zoom?id=…&n=…",
-    "/threads/{thread}/outline",
-    "/threads/{thread}/tools",
-    ...(options.search ? ["/threads/{thread}/search?q=…&before=…&limit=…"] : []),
-    "/healthz",
-    "/metrics",
-    ...(options.cluster ? ["/cluster"] : []),
+/**
+ * The routes a server made with `options` serves besides the explorer, as /openapi.json names
+ * them, each with a hint of its query: no others (test/openapi.int.test.ts holds the document
+ * to this list).
+ */
+export function servedRoutes(
+  options: Pick<HttpOptions, "search" | "cluster">,
+): { path: string; query?: string }[] {
+  return [
+    { path: "/threads/{thread}/prompt", query: "agent=…&from=…&format=openai|anthropic" },
+    { path: "/threads/{thread}/zoom", query: "id=…&n=…" },
+    { path: "/threads/{thread}/outline" },
+    { path: "/threads/{thread}/tools" },
+    ...(options.search
+      ? [{ path: "/threads/{thread}/search", query: "q=…&before=…&limit=…" }]
+      : []),
+    { path: "/healthz" },
+    { path: "/metrics" },
+    ...(options.cluster ? [{ path: "/cluster" }] : []),
+    { path: "/openapi.json" },
   ];
-  return `routes: ${routes.join(", ")}${options.explorer ? "; the explorer at /ui/" : ""}`;
+}
+
+/** The routes a server made with `options` serves, for its 404 and 405 answers. */
+export function routesHint(options: Pick<HttpOptions, "explorer" | "search" | "cluster">): string {
+  const routes = servedRoutes(options).map((r) => (r.query ? `${r.path}?${r.query}` : r.path));
+  return `routes: GET ${routes.join(", ")}${options.explorer ? "; the explorer at /ui/" : ""}`;
 }
 
 type Route =
   | { kind: "healthz" }
+  | { kind: "openapi" }
   | { kind: "metrics" }
   | { kind: "cluster" }
   | { kind: "thread"; op: Operation; raw: RawRequest };
@@ -108,6 +124,7 @@ function route(target: string, hint: string): Route {
     throw new ApiError(400, "BAD_URL", `'${target.slice(0, 80)}' is not a valid request target`);
   }
   if (url.pathname === "/healthz") return { kind: "healthz" };
+  if (url.pathname === "/openapi.json") return { kind: "openapi" };
   if (url.pathname === "/metrics") return { kind: "metrics" };
   if (url.pathname === "/cluster") return { kind: "cluster" };
   const parts = url.pathname.split("/");
@@ -138,6 +155,7 @@ function route(target: string, hint: string): Route {
 export function createHttpServer(options: HttpOptions): Server {
   const log = options.log ?? ((line: string) => console.error(line));
   const hint = routesHint(options);
+  const openapiText = new TextEncoder().encode(JSON.stringify(OPENAPI));
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const target = req.url ?? "/";
@@ -170,6 +188,11 @@ export function createHttpServer(options: HttpOptions): Server {
     if (r.kind === "healthz") {
       const report = await options.health.check();
       send(res, report.ok ? 200 : 503, report);
+      return;
+    }
+    // Public like /healthz: it describes the API and holds no thread's data.
+    if (r.kind === "openapi") {
+      send(res, 200, openapiText);
       return;
     }
     if (options.token !== undefined && !bearerMatches(req.headers.authorization, options.token)) {

@@ -15,6 +15,11 @@ export { SEARCH_BEHIND_RETRY_S };
  */
 export const SEARCH_UNAVAILABLE_RETRY_S = 30;
 
+const retryAfterOf = (reply: Msg): number | undefined => {
+  const value = reply.headers?.get("Retry-After");
+  return value && /^\d+$/.test(value) ? Number(value) : undefined;
+};
+
 /** No search service answers where the settings say search is off. */
 export const searchOffError = (): ApiError =>
   new ApiError(
@@ -71,7 +76,8 @@ export function forwardSearch(
         status,
         body.error?.code ?? "SEARCH_FAILED",
         body.error?.message ?? `the search service answered ${status}`,
-        status === 503 ? { retryAfter: SEARCH_BEHIND_RETRY_S } : {},
+        // The service's own wait when it says one (statusHeaders), else the usual catching up.
+        status === 503 ? { retryAfter: retryAfterOf(reply) ?? SEARCH_BEHIND_RETRY_S } : {},
       );
     }
     return reply.data;

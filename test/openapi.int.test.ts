@@ -1,0 +1,312 @@
+// GET /openapi.json against a real validator, the routes the server serves, and real answers
+// (from a prompt-builder and a search service on a real nats-server, as main.ts wires them);
+// and the typed client against the same server over HTTP and NATS.
+import { mkdtempSync, rmSync } from "node:fs";
+import type { Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import SwaggerParser from "@apidevtools/swagger-parser";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { ApiError, createClient, type OutlineClient } from "../services/client/client.ts";
+import { clusterView, serveCluster } from "../services/cluster/view.ts";
+import type { InfraNames } from "../services/config/names.ts";
+import { connectNats } from "../services/nats/connect.ts";
+import { ensureTopology } from "../services/nats/topology.ts";
+import { natsHealth } from "../services/prompt-builder/health.ts";
+import { createHttpServer, listen, servedRoutes } from "../services/prompt-builder/http.ts";
+import { createMetrics } from "../services/prompt-builder/metrics.ts";
+import { serveNatsApi, statusHeaders, type NatsApi } from "../services/prompt-builder/nats-api.ts";
+import { OPENAPI } from "../services/prompt-builder/openapi.ts";
+import { createOperations } from "../services/prompt-builder/operations.ts";
+import { createReader } from "../services/prompt-builder/reader.ts";
+import { forwardSearch } from "../services/prompt-builder/search-forward.ts";
+import { startSearchService, type SearchService } from "../services/search/service.ts";
+import { makeMessage } from "./support/conversation.ts";
+import {
+  publishMessages,
+  publishState,
+  replayWithNodes,
+  uniqueNames,
+} from "./support/outline-fixture.ts";
+import { SMALL_SETTINGS } from "./support/prompt-builder-api.ts";
+
+const TOKEN = "openapi-test-token-0123456789";
+const thread = "oa-thread";
+const N = 120;
+
+let nc: NatsConnection;
+let names: InfraNames;
+let server: Server;
+let base: string;
+let natsApi: NatsApi;
+let cluster: { drain(): Promise<void> };
+let search: SearchService;
+let dir: string;
+let http: OutlineClient;
+let nats: OutlineClient;
+
+beforeAll(async () => {
+  nc = await connectNats({ url: inject("natsUrl"), name: "openapi-test" });
+  names = uniqueNames();
+  const { js, kv } = await ensureTopology(nc, names);
+  const log = await publishMessages(
+    js,
+    names,
+    Array.from({ length: N }, (_, i) =>
+      makeMessage(thread, i, `message ${i}: the parcel for locker ${1000 + i} is ready`),
+    ),
+  );
+  const { state, nodes } = replayWithNodes(thread, SMALL_SETTINGS, log.slice(0, N - 10));
+  await publishState(js, kv, names, state, nodes);
+
+  dir = mkdtempSync(join(tmpdir(), "outline-openapi-"));
+  search = await startSearchService({ nc, names, path: join(dir, "s.db"), log: () => {} });
+  await search.indexer.ready;
+  const metrics = createMetrics(nc, {
+    workerSubject: `${names.apiPrefix}.metrics.worker`,
+    workerTimeoutMs: 100,
+  });
+  const operations = createOperations(createReader(nc, names), { search: true });
+  const view = clusterView(nc, names);
+  server = createHttpServer({
+    operations,
+    metrics,
+    health: natsHealth(nc),
+    token: TOKEN,
+    log: () => {},
+    search: forwardSearch(nc, names.apiPrefix, { on: true }),
+    cluster: view,
+  });
+  base = `http://127.0.0.1:${(await listen(server, "127.0.0.1", 0)).port}`;
+  natsApi = serveNatsApi(nc, names.apiPrefix, operations, metrics, () => {});
+  cluster = serveCluster(nc, names, view, () => {});
+  http = createClient({ url: base, token: TOKEN });
+  nats = createClient({ nats: nc, apiPrefix: names.apiPrefix });
+});
+
+afterAll(async () => {
+  await natsApi?.drain();
+  await cluster?.drain();
+  await search?.stop();
+  await new Promise((r) => server?.close(r));
+  await nc?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+type Schema = Record<string, unknown>;
+interface Operation {
+  responses: Record<string, { headers?: Schema; content?: Record<string, { schema: Schema }> }>;
+}
+const doc = OPENAPI as unknown as {
+  paths: Record<string, { get: Operation }>;
+  components: Schema;
+};
+
+/**
+ * The document's schemas with every object closed (additionalProperties: false): an answer
+ * field the document does not name fails, so a field added to the API must be added here too.
+ */
+function closed<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(closed) as T;
+  if (value === null || typeof value !== "object") return value;
+  const out = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, closed(v)]));
+  if ("properties" in out && !("additionalProperties" in out)) out.additionalProperties = false;
+  return out as T;
+}
+const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+const components = closed(doc.components);
+
+/** Checks an answer against what the document says `path` answers with its status. */
+async function conforms(path: string, target: string, auth = true, at = base): Promise<Response> {
+  const res = await fetch(`${at}${target}`, {
+    headers: auth ? { authorization: `Bearer ${TOKEN}` } : {},
+  });
+  const documented = doc.paths[path]?.get.responses[String(res.status)];
+  expect(documented, `${target}: status ${res.status} is not in the document`).toBeDefined();
+  const type = (res.headers.get("content-type") ?? "").split(";")[0] as string;
+  const media = documented?.content?.[type];
+  expect(media, `${target}: ${type} is not documented for ${res.status}`).toBeDefined();
+  if (res.headers.has("retry-after"))
+    expect(documented?.headers, `${target}: Retry-After undocumented`).toHaveProperty(
+      "Retry-After",
+    );
+  if (type === "application/json") {
+    const validate = ajv.compile({ ...closed(media?.schema), components });
+    const body: unknown = await res.json();
+    expect(validate(body), `${target}: ${ajv.errorsText(validate.errors)}`).toBe(true);
+  }
+  return res;
+}
+
+describe("GET /openapi.json", () => {
+  it("is valid OpenAPI 3.1 to swagger-parser, and served without the token", async () => {
+    const res = await fetch(`${base}/openapi.json`);
+    expect(res.status).toBe(200);
+    const served = (await res.json()) as typeof doc;
+    expect(served).toEqual(JSON.parse(JSON.stringify(OPENAPI)));
+    const api = await SwaggerParser.validate(structuredClone(served) as never);
+    expect((api as { openapi: string }).openapi).toBe("3.1.0");
+  });
+
+  it("names every route the server serves, and no other", async () => {
+    const served = servedRoutes({
+      search: () => Promise.resolve(new Uint8Array()),
+      cluster: () => Promise.resolve({}),
+    });
+    expect(Object.keys(doc.paths).sort()).toEqual(served.map((r) => r.path).sort());
+    // Any other path is no route at all.
+    const known = new Set(Object.keys(doc.paths).map((p) => p.replace("{thread}", thread)));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.stringMatching(/^[a-z0-9._-]{1,12}$/), { minLength: 1, maxLength: 4 }),
+        async (parts) => {
+          const path = `/${parts.join("/")}`;
+          fc.pre(!known.has(path) && !path.startsWith("/ui"));
+          const res = await fetch(`${base}${path}`, {
+            headers: { authorization: `Bearer ${TOKEN}` },
+          });
+          const body = (await res.json()) as { error: { code: string } };
+          expect([res.status, body.error.code]).toEqual([404, "NO_SUCH_ROUTE"]);
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it("describes the real answers: each status, its schema and its Retry-After", async () => {
+    const t = `/threads/${thread}`;
+    const cases: [string, string, number, boolean?][] = [
+      ["/threads/{thread}/prompt", `${t}/prompt?agent=north`, 200],
+      ["/threads/{thread}/prompt", `${t}/prompt?agent=north&format=anthropic`, 200],
+      ["/threads/{thread}/prompt", `${t}/prompt?format=xml`, 400],
+      ["/threads/{thread}/prompt", `${t}/prompt`, 401, false],
+      ["/threads/{thread}/prompt", `/threads/nobody/prompt`, 404],
+      ["/threads/{thread}/zoom", `${t}/zoom?id=0&n=4`, 200],
+      ["/threads/{thread}/zoom", `${t}/zoom?id=3&n=1`, 200],
+      ["/threads/{thread}/zoom", `${t}/zoom?id=${N - 1}&n=1&limit=5`, 200],
+      ["/threads/{thread}/zoom", `${t}/zoom?id=0&n=3`, 400],
+      ["/threads/{thread}/outline", `${t}/outline`, 200],
+      ["/threads/{thread}/tools", `${t}/tools`, 200],
+      ["/threads/{thread}/search", `${t}/search?q=locker%201007`, 200],
+      ["/threads/{thread}/search", `${t}/search`, 400],
+      ["/cluster", `/cluster`, 200],
+      ["/healthz", `/healthz`, 200, false],
+      ["/metrics", `/metrics`, 200],
+      ["/openapi.json", `/openapi.json`, 200, false],
+    ];
+    for (const [path, target, status, auth] of cases) {
+      const res = await conforms(path, target, auth ?? true);
+      expect(res.status, target).toBe(status);
+    }
+  });
+});
+
+describe("the typed client", () => {
+  it("gets the same answers over HTTP and NATS", async () => {
+    const asks: ((c: OutlineClient) => Promise<unknown>)[] = [
+      (c) => c.prompt({ thread, agent: "north" }),
+      (c) => c.prompt({ thread, format: "anthropic" }),
+      (c) => c.zoom({ thread, id: 0, n: 4 }),
+      (c) => c.zoom({ thread, id: 5, n: 1, limit: 3 }),
+      (c) => c.outline({ thread }),
+      (c) => c.tools({ thread }),
+      (c) => c.search({ thread, q: "locker 1007" }),
+      (c) => c.cluster(),
+    ];
+    for (const ask of asks) {
+      const [overHttp, overNats] = await Promise.all([ask(http), ask(nats)]);
+      expect(overHttp).toEqual(overNats);
+    }
+    const found = await http.search({ thread, q: "locker 1007" });
+    expect(found.hits.map((h) => h.id)).toEqual([7]);
+    const message = await nats.zoom({ thread, id: found.hits[0]?.id ?? -1, n: 1 });
+    expect("message" in message && message.message.text).toBe(
+      "message 7: the parcel for locker 1007 is ready",
+    );
+  });
+
+  it("throws the API's errors typed, with code and status, on both transports", async () => {
+    const failures: [(c: OutlineClient) => Promise<unknown>, number, string][] = [
+      [(c) => c.outline({ thread: "nobody" }), 404, "THREAD_NOT_FOUND"],
+      [(c) => c.zoom({ thread, id: 0, n: 3 }), 400, "N_NOT_POWER_OF_TWO"],
+      [(c) => c.prompt({ thread: "no/such" }), 400, "BAD_THREAD_ID"],
+      [(c) => c.search({ thread, q: "" }), 400, "MISSING_QUERY"],
+    ];
+    for (const client of [http, nats]) {
+      for (const [ask, status, code] of failures) {
+        const err = await ask(client).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(ApiError);
+        expect(err).toMatchObject({ status, code });
+      }
+    }
+    const noToken = await createClient({ url: base })
+      .tools({ thread })
+      .catch((e: unknown) => e);
+    expect(noToken).toMatchObject({ status: 401, code: "UNAUTHORIZED" });
+    const nobody = await createClient({ nats: nc, apiPrefix: `${names.apiPrefix}x` })
+      .prompt({ thread })
+      .catch((e: unknown) => e);
+    expect(nobody).toMatchObject({ status: 503, code: "PROMPT_BUILDER_UNAVAILABLE" });
+  });
+
+  it("waits Retry-After on a 503 and asks again, a bounded number of times", async () => {
+    // A search service that is behind for its first `behind` requests, then answers.
+    let asked = 0;
+    let behind = 1;
+    const prefix = `${names.apiPrefix}r`;
+    const standIn: Subscription = nc.subscribe(`${prefix}.search`, {
+      callback: (_err, msg) => {
+        asked += 1;
+        const late = asked <= behind;
+        const body = late
+          ? { error: { code: "SEARCH_INDEX_BEHIND", message: "catching up" } }
+          : { hits: [], before: null };
+        msg.respond(JSON.stringify(body), statusHeaders(late ? 503 : 200, late ? 1 : undefined));
+      },
+    });
+    const srv = createHttpServer({
+      operations: createOperations(createReader(nc, names)),
+      metrics: createMetrics(nc, { workerSubject: `${prefix}.metrics.worker` }),
+      health: natsHealth(nc),
+      token: undefined,
+      log: () => {},
+      search: forwardSearch(nc, prefix, { on: true }),
+    });
+    const url = `http://127.0.0.1:${(await listen(srv, "127.0.0.1", 0)).port}`;
+    try {
+      for (const client of [
+        createClient({ nats: nc, apiPrefix: prefix }),
+        // The prompt-builder forwards the search service's 503 with its Retry-After.
+        createClient({ url }),
+      ]) {
+        asked = 0;
+        const started = Date.now();
+        expect(await client.search({ thread, q: "x" })).toEqual({ hits: [], before: null });
+        expect(asked).toBe(2);
+        expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+      }
+      asked = 0;
+      behind = 10;
+      // As the document says: a 503 with its Retry-After.
+      const late = await conforms(
+        "/threads/{thread}/search",
+        `/threads/${thread}/search?q=x`,
+        true,
+        url,
+      );
+      expect([late.status, late.headers.get("retry-after")]).toEqual([503, "1"]);
+      asked = 0;
+      const err = await createClient({ nats: nc, apiPrefix: prefix, retries: 1 })
+        .search({ thread, q: "x" })
+        .catch((e: unknown) => e);
+      expect(err).toMatchObject({ status: 503, code: "SEARCH_INDEX_BEHIND", retryAfter: 1 });
+      expect(asked).toBe(2);
+    } finally {
+      standIn.unsubscribe();
+      await new Promise((r) => srv.close(r));
+    }
+  });
+});
