@@ -95,6 +95,7 @@ describe("GET /cluster during an election of the cluster bucket's leader", () =>
       try {
         const reply = await nc.request(clusterSubject(names), "", { timeout: 5_000 });
         expect(reply.headers?.get("Outline-Status")).toBe("503");
+        expect(reply.headers?.get("Retry-After")).toBe(String(CLUSTER_RETRY_AFTER_S));
         expect(reply.json<{ error: { code: string } }>().error.code).toBe("CLUSTER_UNAVAILABLE");
       } finally {
         await api.drain();

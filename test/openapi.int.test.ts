@@ -250,6 +250,24 @@ describe("the typed client", () => {
       .prompt({ thread })
       .catch((e: unknown) => e);
     expect(nobody).toMatchObject({ status: 503, code: "PROMPT_BUILDER_UNAVAILABLE" });
+
+    // A prompt-builder's 503 over NATS says when to ask again, as HTTP does.
+    const prefix = `${names.apiPrefix}b`;
+    const behind = serveNatsApi(
+      nc,
+      prefix,
+      createOperations(createReader(nc, names), { maxNewer: 1 }),
+      createMetrics(nc, { workerSubject: `${prefix}.metrics.worker` }),
+      () => {},
+    );
+    try {
+      const late = await createClient({ nats: nc, apiPrefix: prefix, retries: 0 })
+        .prompt({ thread })
+        .catch((e: unknown) => e);
+      expect(late).toMatchObject({ status: 503, code: "SNAPSHOT_BEHIND", retryAfter: 5 });
+    } finally {
+      await behind.drain();
+    }
   });
 
   it("waits Retry-After on a 503 and asks again, a bounded number of times", async () => {
