@@ -24,6 +24,7 @@ import { createOperations } from "../services/prompt-builder/operations.ts";
 import { createReader } from "../services/prompt-builder/reader.ts";
 import { forwardSearch } from "../services/prompt-builder/search-forward.ts";
 import { startSearchService, type SearchService } from "../services/search/service.ts";
+import { freePort } from "../services/start/processes.ts";
 import { makeMessage } from "./support/conversation.ts";
 import {
   publishMessages,
@@ -250,6 +251,12 @@ describe("the typed client", () => {
       .prompt({ thread })
       .catch((e: unknown) => e);
     expect(nobody).toMatchObject({ status: 503, code: "PROMPT_BUILDER_UNAVAILABLE" });
+    // Nothing listens on a free port.
+    const refused = await createClient({ url: `http://127.0.0.1:${await freePort("127.0.0.1")}` })
+      .prompt({ thread })
+      .catch((e: unknown) => e);
+    expect(refused).toMatchObject({ status: 503, code: "PROMPT_BUILDER_UNAVAILABLE" });
+    expect((refused as Error).message).toContain("ECONNREFUSED");
 
     // A prompt-builder's 503 over NATS says when to ask again, as HTTP does.
     const prefix = `${names.apiPrefix}b`;
