@@ -5,6 +5,7 @@
  * `status`. Imports nothing at run time: a NATS connection is passed in by the caller.
  */
 import { ApiError } from "../prompt-builder/api-error.ts";
+import { sleep } from "../util/wait.ts";
 import { httpTransport, type HttpOptions } from "./http.ts";
 import { natsTransport, type NatsOptions } from "./nats.ts";
 import type { Answer, Transport } from "./transport.ts";
@@ -76,8 +77,6 @@ export interface RetryOptions {
 export type ClientOptions =
   (HttpOptions & RetryOptions & { nats?: never }) | (NatsOptions & RetryOptions & { url?: never });
 
-const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
 /** The error an answer other than 200 carries: `{ error: { code, message } }`. */
 export function answerError(op: string, answer: Answer): ApiError {
   let body: { error?: { code?: unknown; message?: unknown } } | undefined;
@@ -105,7 +104,7 @@ export function answerError(op: string, answer: Answer): ApiError {
 export function clientOver(transport: Transport, options: RetryOptions = {}): OutlineClient {
   const retries = options.retries ?? 3;
   const maxWaitMs = options.maxWaitMs ?? 30_000;
-  const sleep = options.sleep ?? sleepFor;
+  const wait = options.sleep ?? ((ms: number) => sleep(ms));
 
   async function call<T>(op: Parameters<Transport>[0], args: object): Promise<T> {
     let waited = 0;
@@ -131,7 +130,7 @@ export function clientOver(transport: Transport, options: RetryOptions = {}): Ou
         waited + waitMs > maxWaitMs
       )
         throw err;
-      await sleep(waitMs);
+      await wait(waitMs);
       waited += waitMs;
     }
   }
