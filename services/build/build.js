@@ -50,14 +50,26 @@ export const DECLARED = [
   "shared/api.ts",
 ];
 
+/** @param {string} outdir @param {string} path */
+const declarationOf = (outdir, path) => join(outdir, "types", path.replace(/\.ts$/, ".d.ts"));
+
 /**
- * Writes `dist/types/<path>.d.ts` for each of DECLARED, with `.ts` imports as `.js` (what a
- * consumer's TypeScript resolves to the `.d.ts` beside it). Without TypeScript installed (an
- * install without devDependencies) the client runs, untyped: said, not fatal.
+ * Writes `dist/types/<path>.d.ts` for each of DECLARED older than its source, with `.ts` imports
+ * as `.js` (what a consumer's TypeScript resolves to the `.d.ts` beside it). Only then is
+ * TypeScript loaded: that takes seconds, more than the rest of a build. Without TypeScript
+ * installed (an install without devDependencies) the client runs, untyped: said, not fatal.
  * @param {string} root
  * @param {string} outdir
  */
 async function declare(root, outdir) {
+  const stale = DECLARED.filter((path) => {
+    try {
+      return statSync(declarationOf(outdir, path)).mtimeMs < statSync(join(root, path)).mtimeMs;
+    } catch {
+      return true;
+    }
+  });
+  if (stale.length === 0) return;
   /** @type {typeof import("typescript") | undefined} */
   let ts;
   try {
@@ -66,7 +78,7 @@ async function declare(root, outdir) {
     process.stderr.write("outline: typescript is not installed: outline/client has no types\n");
     return;
   }
-  for (const path of DECLARED) {
+  for (const path of stale) {
     const source = readFileSync(join(root, path), "utf8");
     const out = ts.transpileDeclaration(source, {
       fileName: path,
@@ -78,12 +90,14 @@ async function declare(root, outdir) {
       const text = ts.flattenDiagnosticMessageText(problem.messageText, "\n");
       throw new Error(`${path}: cannot be declared on its own: ${text}`);
     }
-    const file = join(outdir, "types", path.replace(/\.ts$/, ".d.ts"));
+    const file = declarationOf(outdir, path);
     mkdirSync(dirname(file), { recursive: true });
+    // Whole or not at all for a type-checker reading it meanwhile.
     writeFileSync(
-      file,
+      `${file}.tmp`,
       out.outputText.replace(/(from\s+["']\.{1,2}\/[^"']*)\.ts(["'])/g, "$1.js$2"),
     );
+    renameSync(`${file}.tmp`, file);
   }
 }
 
@@ -153,17 +167,12 @@ export async function build({ root = ROOT, outdir = join(root, "dist") } = {}) {
       metafile: true,
       logLevel: "warning",
     });
-    await declare(root, tmp);
     const outputs = readdirSync(tmp);
     const entries = new Set(Object.keys(ENTRIES).flatMap((n) => [`${n}.js`, `${n}.js.map`]));
-    const chunks = outputs.filter((f) => !entries.has(f) && f !== "types");
-    for (const file of [...chunks, ...entries]) {
+    for (const file of [...outputs.filter((f) => !entries.has(f)), ...entries]) {
       if (outputs.includes(file)) renameSync(join(tmp, file), join(outdir, file));
     }
-    if (outputs.includes("types")) {
-      rmSync(join(outdir, "types"), { recursive: true, force: true });
-      renameSync(join(tmp, "types"), join(outdir, "types"));
-    }
+    await declare(root, outdir);
     const self = relative(root, fileURLToPath(import.meta.url));
     const inputs = new Set([
       ...Object.keys(result.metafile.inputs).filter((p) => !p.includes("node_modules")),
