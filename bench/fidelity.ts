@@ -9,7 +9,7 @@ import { performance } from "node:perf_hooks";
 import { cutToBytes, utf8Bytes } from "../shared/bytes.ts";
 import { jobFor } from "../shared/job-view.ts";
 import type { Message } from "../shared/events.ts";
-import type { SummaryJob } from "../shared/jobs.ts";
+import type { Summarizer, SummaryJob } from "../shared/jobs.ts";
 import { DEFAULT_SETTINGS, type CoreSettings } from "../shared/settings.ts";
 import {
   appendMessage,
@@ -31,13 +31,13 @@ const SESSIONS = Number(process.env.BENCH_FIDELITY_SESSIONS ?? 24);
 const SAMPLES = Number(process.env.BENCH_FIDELITY_SAMPLES ?? 0);
 const LINE = DEFAULT_SETTINGS.line;
 
-interface Strategy {
+export interface Strategy {
   name: string;
   /** Made fresh for each conversation (the summarizer keeps what a thread's lines cover). */
   make(): (job: SummaryJob) => Promise<string>;
 }
 
-const cut: Strategy = {
+export const cut: Strategy = {
   name: "cut",
   make: () => (job) =>
     Promise.resolve(
@@ -47,13 +47,18 @@ const cut: Strategy = {
     ),
 };
 
-const after: Strategy = {
-  name: "after",
-  make: () => {
-    const summarizer = new ExtractiveSummarizer();
-    return async (job) => (await summarizer.summarize(job)).text;
-  },
-};
+/** A summarizer class as a strategy: one instance per conversation, as a worker keeps one. */
+export function summarizerStrategy(name: string, Class: new () => Summarizer): Strategy {
+  return {
+    name,
+    make: () => {
+      const summarizer = new Class();
+      return async (job) => (await summarizer.summarize(job)).text;
+    },
+  };
+}
+
+export const after = summarizerStrategy("after", ExtractiveSummarizer);
 
 /** The extractive summarizer before issue 19 (bench/support/baseline.ts). */
 async function before(): Promise<Strategy | undefined> {
@@ -82,7 +87,7 @@ interface Outcome {
 }
 
 /** A conversation through the core, every job summarized as soon as it is handed out. */
-async function outlineOf(
+export async function outlineOf(
   messages: readonly Message[],
   settings: CoreSettings,
   summarize: (job: SummaryJob) => Promise<string>,
@@ -105,7 +110,7 @@ async function outlineOf(
 }
 
 /** Bytes of the messages [0, boundary) as their leaves' sources. */
-function sourceBytes(messages: readonly Message[], boundary: number): number {
+export function sourceBytes(messages: readonly Message[], boundary: number): number {
   let bytes = 0;
   for (const m of messages.slice(0, boundary)) bytes += utf8Bytes(renderSource(m));
   return bytes;
@@ -144,15 +149,22 @@ async function runThrough(
   return { passed, counted, compression, merged, merges, mergeMs };
 }
 
-/** Bytes of the messages a default-settings outline covers at the end (cuts follow the tail only). */
-async function coveredBytes(messages: readonly Message[]): Promise<number> {
-  const state = await outlineOf(messages, { ...DEFAULT_SETTINGS, group: 1 }, (job) =>
+/** Bytes of the messages an outline covers at the end (cuts follow the tail only). */
+export async function coveredBytes(
+  messages: readonly Message[],
+  settings: CoreSettings = DEFAULT_SETTINGS,
+): Promise<number> {
+  const state = await outlineOf(messages, { ...settings, group: 1 }, (job) =>
     Promise.resolve(job.kind === "leaf" ? "x" : "y"),
   );
   return sourceBytes(messages, state.boundary);
 }
 
-function printSamples(beforeRun: Outcome, afterRun: Outcome, count: number): void {
+export function printSamples(
+  beforeRun: Pick<Outcome, "merged">,
+  afterRun: Pick<Outcome, "merged">,
+  count: number,
+): void {
   const common = [...afterRun.merged.keys()]
     .filter((key) => beforeRun.merged.has(key))
     .map((key) => key.split(":").map(Number) as [number, number])

@@ -17,6 +17,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   core: async () => (await import("./core.ts")).run,
   summarizer: async () => (await import("./summarizer.ts")).run,
   fidelity: async () => (await import("./fidelity.ts")).run,
+  "fidelity-real": async () => (await import("./fidelity-real.ts")).run,
   cost: async () => (await import("./cost.ts")).run,
   e2e: async () => (await import("./e2e.ts")).run,
   instances: async () => (await import("./instances.ts")).run,
