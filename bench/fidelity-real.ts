@@ -70,6 +70,8 @@ interface Tally {
 interface Score {
   judged: number;
   kept: number;
+  /** Answer words kept, summed over judged questions as a share of each one's words. */
+  words: number;
   byClass: Map<LineClass, Tally>;
   compression: number[];
   merged: Map<string, string>;
@@ -115,6 +117,7 @@ function answerable(
 const emptyScore = (): Score => ({
   judged: 0,
   kept: 0,
+  words: 0,
   byClass: new Map(LINE_CLASSES.map((c) => [c, { kept: 0, judged: 0 }])),
   compression: [],
   merged: new Map(),
@@ -168,7 +171,9 @@ export async function run(): Promise<Record<string, number>> {
           );
           const widest = Math.max(...lines.map((l) => 1 << l.level));
           const tally = score.byClass.get(lineClass(widest)) as Tally;
-          const holds = holdsAll(lines.map((l) => l.text).join(" "), q.words);
+          const covering = lines.map((l) => l.text).join(" ");
+          const holds = holdsAll(covering, q.words);
+          score.words += q.words.filter((w) => holdsAll(covering, [w])).length / q.words.length;
           judged += 1;
           tally.judged += 1;
           if (holds) {
@@ -192,6 +197,9 @@ export async function run(): Promise<Record<string, number>> {
     figures[`fidelity_real.${key}`] = Number(share(score));
     figures[`fidelity_real.${key}.compression`] = Number(mean.toFixed(1));
     figures[`fidelity_real.${key}.questions`] = score.judged;
+    figures[`fidelity_real.${key}.words`] = Number(
+      (score.words / Math.max(1, score.judged)).toFixed(3),
+    );
   }
   for (const config of CONFIGS)
     figures[`fidelity_real.${config}.in_tail`] = inTail.get(config) ?? 0;
@@ -203,12 +211,14 @@ export async function run(): Promise<Record<string, number>> {
   console.log(
     "\n  answer words kept in the lines covering the evidence (answerable questions whose evidence is in the outline):\n",
   );
-  console.log(`  | strategy | ${CONFIGS.map((c) => `${c} | questions`).join(" | ")} |`);
-  console.log(`  |---|${CONFIGS.map(() => "---|---|").join("")}`);
+  console.log(
+    `  | strategy | ${CONFIGS.map((c) => `${c} | answer words | questions`).join(" | ")} |`,
+  );
+  console.log(`  |---|${CONFIGS.map(() => "---|---|---|").join("")}`);
   for (const s of strategies) {
     const cells = CONFIGS.map((config) => {
       const k = `fidelity_real.${config}.${s.name}`;
-      return `${figures[k]} (${figures[`${k}.compression`]}×) | ${figures[`${k}.questions`]}`;
+      return `${figures[k]} (${figures[`${k}.compression`]}×) | ${figures[`${k}.words`]} | ${figures[`${k}.questions`]}`;
     });
     console.log(`  | ${s.name} | ${cells.join(" | ")} |`);
   }
