@@ -149,10 +149,38 @@ export function lineIdeas(
     }
     const head = HEAD.exec(body)?.[1] ?? "";
     body = body.slice(head.length).trim();
-    const clauses = splitSentences(body, true);
+    const clauses = splitSentences(body, true).flatMap(shortClauses);
     if (clauses.length === 0 && head) clauses.push("");
     for (const clause of clauses) ideas.push({ head, turn, sentences: clause ? [clause] : [] });
     turn++;
   }
   return { ideas, carried, turns: turn - firstTurn };
+}
+
+const CLAUSE_BREAK = /(?<=,)\s+|\s+(?=[—–]\s)/u;
+/** A list's last item, which stays with the items before it. */
+const LIST_END = /^(?:and|or|&) /i;
+
+/**
+ * A sentence's clauses, for a merge to choose among: a line's `, ` can join a fact to filler.
+ * A piece too short to read alone, or a list's last item, stays with the piece before it.
+ */
+function shortClauses(sentence: string): string[] {
+  const parts = sentence.split(CLAUSE_BREAK);
+  if (parts.length === 1) return parts;
+  const out: string[] = [];
+  for (const part of parts) {
+    const last = out.length - 1;
+    if (last >= 0 && (short(part) || short(out[last] as string) || LIST_END.test(part)))
+      out[last] = `${out[last]} ${part}`;
+    else out.push(part);
+  }
+  return out;
+}
+
+/** Fewer than four words. */
+function short(text: string): boolean {
+  let spaces = 0;
+  for (let at = text.indexOf(" "); at >= 0 && spaces < 3; at = text.indexOf(" ", at + 1)) spaces++;
+  return spaces < 3;
 }
