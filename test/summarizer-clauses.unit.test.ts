@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { lineIdeas } from "../services/summarizer/extract/segment.ts";
+import { lineIdeas, pleasantry } from "../services/summarizer/extract/segment.ts";
 
 const texts = (line: string) => lineIdeas(line).ideas.map((idea) => idea.sentences.join(" "));
 
@@ -17,5 +17,33 @@ describe("a line read back for a merge", () => {
     expect(texts("Bo: We went to Porto, Lisbon, and Faro last May.")).toEqual([
       "We went to Porto, Lisbon, and Faro last May.",
     ]);
+  });
+
+  it("splits a clause that opens with 'and' from the clause before it", () => {
+    expect(texts("Emi: It's been a passion of mine, and hitting the slopes is a thrill.")).toEqual([
+      "It's been a passion of mine,",
+      "and hitting the slopes is a thrill.",
+    ]);
+  });
+
+  it("leaves out bare greetings and acknowledgements, and keeps what carries a fact", () => {
+    expect(
+      texts("Emi: Hey Emily! I'm from Los Angeles. / elise: That sounds great! Yes I have!"),
+    ).toEqual(["I'm from Los Angeles.", ""]);
+    for (const bare of [
+      "Hey Emily!",
+      "Wow Kate.",
+      "That sounds great!",
+      "Thank you so much!",
+      "Haha",
+    ])
+      expect(pleasantry(bare)).toBe(true);
+    for (const fact of [
+      "Miami is the best!",
+      "I'm 25.",
+      "We had sushi.",
+      "Hey, the flight is at 9.",
+    ])
+      expect(pleasantry(fact)).toBe(false);
   });
 });

@@ -167,14 +167,14 @@ describe("extractive merges from digests", () => {
 
   it("reads a node it holds no digest for from its line, as before a restart", () => {
     const parent = lineDigest(
-      "Ana → Bo: Booked Porto for June 14; the rest later. / Bo: Fine.",
+      "Ana → Bo: Booked Porto for June 14; the rest later. / Bo: Fine, Lisbon can wait.",
       0,
       2,
     );
     expect(parent.units.map((u) => [u.who, u.text])).toEqual([
       ["Ana", "Booked Porto for June 14"],
       ["Ana", "the rest later."],
-      ["Bo", "Fine."],
+      ["Bo", "Fine, Lisbon can wait."],
     ]);
   });
 });

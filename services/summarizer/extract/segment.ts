@@ -1,4 +1,5 @@
 import { cutToBytes } from "../../../shared/bytes.ts";
+import { COMMON_WORDS } from "./lexicon.ts";
 
 /** A unit of meaning: a paragraph or list item of a message, or one speaker's turn in a line. */
 export interface Idea {
@@ -149,7 +150,9 @@ export function lineIdeas(
     }
     const head = HEAD.exec(body)?.[1] ?? "";
     body = body.slice(head.length).trim();
-    const clauses = splitSentences(body, true).flatMap(shortClauses);
+    const clauses = splitSentences(body, true)
+      .flatMap(shortClauses)
+      .filter((clause) => !pleasantry(clause));
     if (clauses.length === 0 && head) clauses.push("");
     for (const clause of clauses) ideas.push({ head, turn, sentences: clause ? [clause] : [] });
     turn++;
@@ -169,11 +172,14 @@ function shortClauses(sentence: string): string[] {
   const parts = sentence.split(CLAUSE_BREAK);
   if (parts.length === 1) return parts;
   const out: string[] = [];
+  let item = false;
   for (const part of parts) {
     const last = out.length - 1;
-    if (last >= 0 && (short(part) || short(out[last] as string) || LIST_END.test(part)))
+    // "and Faro" after "Lisbon," ends a list; after a clause, "and" opens one of its own.
+    if (last >= 0 && (short(part) || short(out[last] as string) || (item && LIST_END.test(part))))
       out[last] = `${out[last]} ${part}`;
     else out.push(part);
+    item = short(part);
   }
   return out;
 }
@@ -183,4 +189,26 @@ function short(text: string): boolean {
   let spaces = 0;
   for (let at = text.indexOf(" "); at >= 0 && spaces < 3; at = text.indexOf(" ", at + 1)) spaces++;
   return spaces < 3;
+}
+
+// Words that greet, thank, agree or exclaim: a sentence of only these (and everyday words, or a
+// name after a greeting) tells a later reader nothing.
+const CHATTER = new Set(
+  `hi hello hey heya wow oh ooh ah aw aww haha hahaha lol yay omg thanks thank yes yeah yep no nope
+  ok okay sure cool nice great awesome amazing congrats congratulations bye morning afternoon
+  evening night good welcome glad sorry please hmm um uh`.split(/\s+/),
+);
+
+/**
+ * A bare acknowledgement or pleasantry: "Hey Emily!", "That sounds great!", "Yes I have!". A
+ * sentence with a digit, a word outside everyday English, or more than eight words is not.
+ */
+export function pleasantry(sentence: string): boolean {
+  if (/\p{N}/u.test(sentence)) return false;
+  const words = sentence.toLowerCase().match(/[\p{L}][\p{L}'’]*/gu) ?? [];
+  if (words.length > 8) return false;
+  if (words.length === 0) return true;
+  // A greeting's name ("Hey Emily!") is who it is said to, not what was said.
+  if (words.length <= 3 && CHATTER.has(words[0] as string)) return true;
+  return words.every((w) => CHATTER.has(w) || COMMON_WORDS.has(w.replace(/['’]s$/, "")));
 }
