@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { lineIdeas, pleasantry } from "../services/summarizer/extract/segment.ts";
+import { cueOf } from "../services/summarizer/extract/units.ts";
 
 const texts = (line: string) => lineIdeas(line).ideas.map((idea) => idea.sentences.join(" "));
 
@@ -45,5 +46,14 @@ describe("a line read back for a merge", () => {
       "Hey, the flight is at 9.",
     ])
       expect(pleasantry(fact)).toBe(false);
+  });
+});
+
+describe("a unit's cue", () => {
+  it("counts a question's request, not the preference or decision it asks about", () => {
+    expect(cueOf("Do you have any favorite spots you like to explore?")).toBe(0);
+    expect(cueOf("Have you decided on Porto?")).toBe(0);
+    expect(cueOf("Can you book the flight to Porto?")).toBe(1.5);
+    expect(cueOf("My favorite spot is La Jolla Cove.")).toBe(1.5);
   });
 });

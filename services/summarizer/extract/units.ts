@@ -39,6 +39,8 @@ const KIND_WEIGHT: Record<EntityKind, number> = {
 
 // Words that say a sentence asks, decides, reports how something came out, states a lasting
 // preference or takes back what was said before: what a reader of a summary needs most.
+const REQUEST =
+  /^(?:can|could|would|will) you\b|\b(?:please|i need|we need|need you to|make sure|remind me|deadline|due (?:by|on))\b/i;
 const CUES: [RegExp, number][] = [
   [
     /\b(?:decided|decision|decide on|going with|go with|settled|agreed|final (?:answer|call|decision)|finali[sz]ed|confirmed|booked|signed|approved|chose|picked|we'll use|switch(?:ed|ing)? to|will be (?:in|on|at)|it's \w+ for)\b/i,
@@ -50,10 +52,7 @@ const CUES: [RegExp, number][] = [
   ],
   // Plans: what is to happen, and when.
   [/\b(?:let's|we'll|we will|going to be|scheduled|planned for|due on|is on|are on)\b/i, 1],
-  [
-    /^(?:can|could|would|will) you\b|\b(?:please|i need|we need|need you to|make sure|remind me|deadline|due (?:by|on))\b/i,
-    1.5,
-  ],
+  [REQUEST, 1.5],
   [
     /\b(?:done|fixed|resolved|shipped|launched|released|failed|broke|succeeded|completed|finished|works now|is live|went live|rolled back|approved)\b/i,
     1.5,
@@ -247,6 +246,8 @@ function scanWord(lower: string, i: number): number {
 }
 
 export function cueOf(text: string): number {
+  // A question's "favourite" or "decided" asks; it states nothing. Only a request counts.
+  if (text.endsWith("?")) return REQUEST.test(text) ? 1.5 : 0;
   let cue = 0;
   for (const [pattern, weight] of CUES) {
     if (pattern.test(text)) cue += weight;
