@@ -181,7 +181,8 @@ function shortClauses(sentence: string): string[] {
     else out.push(part);
     item = short(part);
   }
-  return out;
+  // A clause shown alone, or before another's "; ", ends without its comma.
+  return out.map((clause) => (clause.endsWith(",") ? clause.slice(0, -1) : clause));
 }
 
 /** Fewer than four words. */
