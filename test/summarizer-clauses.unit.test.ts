@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { lineIdeas, pleasantry } from "../services/summarizer/extract/segment.ts";
-import { cueOf } from "../services/summarizer/extract/units.ts";
+import { findEntities } from "../services/summarizer/extract/entities.ts";
+import { cueOf, termsOf } from "../services/summarizer/extract/units.ts";
 
 const texts = (line: string) => lineIdeas(line).ideas.map((idea) => idea.sentences.join(" "));
 
@@ -55,5 +56,14 @@ describe("a unit's cue", () => {
     expect(cueOf("Have you decided on Porto?")).toBe(0);
     expect(cueOf("Can you book the flight to Porto?")).toBe(1.5);
     expect(cueOf("My favorite spot is La Jolla Cove.")).toBe(1.5);
+  });
+});
+
+describe("a curly apostrophe", () => {
+  it("leaves an everyday contraction everyday, and no name", () => {
+    const straight = termsOf("so then I'm off and I've told Porto.").terms;
+    expect(termsOf("so then I’m off and I’ve told Porto.").terms).toEqual(straight);
+    expect(straight).toEqual(["porto"]);
+    expect(findEntities("and then I’m in Porto").map((e) => e.text)).toEqual(["Porto"]);
   });
 });

@@ -49,6 +49,11 @@ const COMMON = new Set(
   Today Tomorrow Yesterday`.split(/\s+/),
 );
 
+/** Capitalised for grammar, its apostrophe typed either way ("I’m" as "I'm"). */
+function grammatical(word: string): boolean {
+  return COMMON.has(word.includes("’") ? word.replaceAll("’", "'") : word);
+}
+
 function isSentenceStart(text: string, at: number): boolean {
   for (let i = at - 1; i >= 0; i--) {
     const c = text[i] ?? "";
@@ -63,7 +68,7 @@ function isSentenceStart(text: string, at: number): boolean {
 /** A capitalised run that names something, with any grammatical first word taken off. */
 function nameOf(raw: string, text: string, at: number): string | undefined {
   const words = raw.split(/\s+/);
-  while (words.length > 0 && COMMON.has(words[0] ?? "")) words.shift();
+  while (words.length > 0 && grammatical(words[0] ?? "")) words.shift();
   if (words.length === 0) return undefined;
   const name = words.join(" ");
   const first = words[0] ?? "";

@@ -110,13 +110,18 @@ function termsIn(
     return { terms, weights };
   }
   const add = (word: string) => {
-    if (word.length < 3 || seen.has(word) || COMMON_WORDS.has(word)) return;
+    if (word.length < 3 || seen.has(word) || everyday(word)) return;
     seen.add(word);
     terms.push(word);
     weights.push(word.length >= 8 ? 1.25 : 1);
   };
   eachWord(text, add, plain);
   return { terms, weights };
+}
+
+/** An everyday word, its apostrophe typed either way ("I’m" as "I'm"). */
+function everyday(word: string): boolean {
+  return COMMON_WORDS.has(word.includes("’") ? word.replaceAll("’", "'") : word);
 }
 
 // Words met before, each string made once: asciiWords made a string per word and hashed it
