@@ -169,6 +169,9 @@ const LIST_END = /^(?:and|or|&) /i;
  * A piece too short to read alone, or a list's last item, stays with the piece before it.
  */
 function shortClauses(sentence: string): string[] {
+  // Most sentences have no comma or dash: no RegExp for them.
+  if (!sentence.includes(",") && !sentence.includes("—") && !sentence.includes("–"))
+    return [sentence];
   const parts = sentence.split(CLAUSE_BREAK);
   if (parts.length === 1) return parts;
   const out: string[] = [];
@@ -205,6 +208,10 @@ const CHATTER = new Set(
  * sentence with a digit, a word outside everyday English, or more than eight words is not.
  */
 export function pleasantry(sentence: string): boolean {
+  // Eight spaces make nine words at least: most sentences are ruled out without a RegExp.
+  let spaces = 0;
+  for (let at = sentence.indexOf(" "); at >= 0; at = sentence.indexOf(" ", at + 1))
+    if (++spaces >= 8) return false;
   if (/\p{N}/u.test(sentence)) return false;
   const words = sentence.toLowerCase().match(/[\p{L}][\p{L}'’]*/gu) ?? [];
   if (words.length > 8) return false;
