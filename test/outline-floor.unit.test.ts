@@ -65,7 +65,7 @@ describe("OutlineFloor", () => {
     expect(warnings).toHaveLength(1);
     const { message, fields } = warnings[0] as (typeof warnings)[number];
     expect(message).toBe(
-      `thread 't': its outline is ${stuck.outlineBytes} bytes, over HISTORY_OUTLINE's 520 (outline[1]), and none of its ${stuck.outline.length} lines can merge (merges pair two lines of one level; it holds one line per level for ${stuck.boundary} messages): it stays over until the thread grows. Set HISTORY_OUTLINE to at least 2408,4816: up to 7 levels of 256-byte lines now, one level more each time the thread doubles (README, Settings)`,
+      `thread 't': its outline is ${stuck.outlineBytes} bytes, over HISTORY_OUTLINE's 520 (outline[1]), and none of its ${stuck.outline.length} lines can merge (merges pair two lines of one level; it holds one line per level for ${stuck.boundary} messages): it stays over until the thread grows. Set HISTORY_OUTLINE to at least 2408,4816: up to 7 levels of 256-byte lines now, one level more each time the thread doubles (docs/settings.md, "The outline's floor")`,
     );
     expect(fields).toEqual({
       thread: "t",

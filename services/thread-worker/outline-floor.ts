@@ -14,7 +14,7 @@ function levelsOf(boundary: number): number {
 }
 
 /**
- * The outline's floor (README, Settings): merges pair two lines of one level (SPEC §4), so an
+ * The outline's floor (docs/settings.md): merges pair two lines of one level (SPEC §4), so an
  * outline holding at most one line per level cannot get smaller, whatever HISTORY_OUTLINE says. A
  * thread whose outline[1] is below that (set low, or lowered for a thread that grew) stays above
  * it after every batch. The core keeps its rules; the worker says so once per thread, with what to
@@ -49,7 +49,7 @@ export class OutlineFloor {
     const floor = levels * (Math.floor(line * 1.25) + LINE_OVERHEAD);
     const suggested = Math.max(floor, line * 2);
     this.#log.warn(
-      `thread '${thread}': its outline is ${state.outlineBytes} bytes, over HISTORY_OUTLINE's ${high} (outline[1]), and none of its ${state.outline.length} lines can merge (merges pair two lines of one level; it holds one line per level for ${state.boundary} messages): it stays over until the thread grows. Set HISTORY_OUTLINE to at least ${suggested},${suggested * 2}: up to ${levels} levels of ${line}-byte lines now, one level more each time the thread doubles (README, Settings)`,
+      `thread '${thread}': its outline is ${state.outlineBytes} bytes, over HISTORY_OUTLINE's ${high} (outline[1]), and none of its ${state.outline.length} lines can merge (merges pair two lines of one level; it holds one line per level for ${state.boundary} messages): it stays over until the thread grows. Set HISTORY_OUTLINE to at least ${suggested},${suggested * 2}: up to ${levels} levels of ${line}-byte lines now, one level more each time the thread doubles (docs/settings.md, "The outline's floor")`,
       {
         thread,
         bytes: state.outlineBytes,
