@@ -49,6 +49,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import("./search.ts")).search,
   },
   {
+    name: "mcp",
+    summary: "serve a thread's tools and prompt over MCP on stdio",
+    users: "platform (it asks the running prompt-builder and search service)",
+    load: async () => (await import("./mcp.ts")).mcp,
+  },
+  {
     name: "import",
     summary: "publish a JSONL file of message.created bodies (idempotent)",
     users: "platform",

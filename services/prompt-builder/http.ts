@@ -4,6 +4,7 @@ import { bearerMatches } from "./access.ts";
 import { ApiError, errorBody } from "./api-error.ts";
 import type { Explorer } from "./explorer/explorer.ts";
 import type { Health } from "./health.ts";
+import type { McpHttp } from "./mcp-http.ts";
 import { METRICS_CONTENT_TYPE, type ApiMetrics } from "./metrics.ts";
 import type { Operations } from "./operations.ts";
 import type { RawRequest } from "./requests.ts";
@@ -35,6 +36,8 @@ export interface HttpOptions {
   search?: SearchForward;
   /** GET /cluster: who owns what (docs/scale-out.md). */
   cluster?: () => Promise<unknown>;
+  /** POST /threads/{thread}/mcp: the thread's tools over MCP (behind the same token). */
+  mcp?: McpHttp;
 }
 
 const searchOff: SearchForward = (raw) => {
@@ -104,9 +107,11 @@ export function servedRoutes(
 }
 
 /** The routes a server made with `options` serves, for its 404 and 405 answers. */
-export function routesHint(options: Pick<HttpOptions, "explorer" | "search" | "cluster">): string {
+export function routesHint(
+  options: Pick<HttpOptions, "explorer" | "search" | "cluster" | "mcp">,
+): string {
   const routes = servedRoutes(options).map((r) => (r.query ? `${r.path}?${r.query}` : r.path));
-  return `routes: GET ${routes.join(", ")}${options.explorer ? "; the explorer at /ui/" : ""}`;
+  return `routes: GET ${routes.join(", ")}${options.mcp ? "; MCP at POST /threads/{thread}/mcp" : ""}${options.explorer ? "; the explorer at /ui/" : ""}`;
 }
 
 type Route =
@@ -157,6 +162,17 @@ export function createHttpServer(options: HttpOptions): Server {
   const hint = routesHint(options);
   const openapiText = new TextEncoder().encode(JSON.stringify(OPENAPI));
 
+  function authorize(req: IncomingMessage, res: ServerResponse): void {
+    if (options.token !== undefined && !bearerMatches(req.headers.authorization, options.token)) {
+      res.setHeader("www-authenticate", 'Bearer realm="outline"');
+      throw new ApiError(
+        401,
+        "UNAUTHORIZED",
+        "this API requires 'Authorization: Bearer <token>' with the token in OUTLINE_API_TOKEN",
+      );
+    }
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const target = req.url ?? "/";
     if (target.length > MAX_URL) {
@@ -165,6 +181,11 @@ export function createHttpServer(options: HttpOptions): Server {
         "URI_TOO_LONG",
         `the request target is ${target.length} characters; at most ${MAX_URL} are served: send shorter arguments`,
       );
+    }
+    // MCP is POSTed JSON-RPC: its own methods and body limit (mcp-http.ts), the same token.
+    if (options.mcp?.serves(target)) {
+      authorize(req, res);
+      return options.mcp.handle(req, res);
     }
     const length = Number(req.headers["content-length"] ?? 0);
     if (req.headers["transfer-encoding"] !== undefined || length > MAX_BODY) {
@@ -195,14 +216,7 @@ export function createHttpServer(options: HttpOptions): Server {
       send(res, 200, openapiText);
       return;
     }
-    if (options.token !== undefined && !bearerMatches(req.headers.authorization, options.token)) {
-      res.setHeader("www-authenticate", 'Bearer realm="outline"');
-      throw new ApiError(
-        401,
-        "UNAUTHORIZED",
-        "this API requires 'Authorization: Bearer <token>' with the token in OUTLINE_API_TOKEN",
-      );
-    }
+    authorize(req, res);
     if (r.kind === "cluster") {
       if (!options.cluster) throw new ApiError(404, "NOT_FOUND", `no route /cluster; ${hint}`);
       send(res, 200, await options.cluster());
@@ -230,8 +244,9 @@ export function createHttpServer(options: HttpOptions): Server {
   }
 
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, (req, res) => {
-    // Never read: a client's body is drained so the connection can serve the next request.
-    req.resume();
+    // Never read (but by MCP): a client's body is drained so the connection can serve the next
+    // request.
+    if (!options.mcp?.serves(req.url ?? "/")) req.resume();
     handle(req, res).catch((err: unknown) => {
       if (res.headersSent) {
         res.destroy();

@@ -9,6 +9,8 @@ import { apiToken } from "./access.ts";
 import { createExplorer } from "./explorer/explorer.ts";
 import { natsHealth } from "./health.ts";
 import { createHttpServer, listen } from "./http.ts";
+import { operationsBackend } from "./mcp.ts";
+import { createMcpHttp } from "./mcp-http.ts";
 import { createMetrics } from "./metrics.ts";
 import { serveNatsApi } from "./nats-api.ts";
 import { createOperations } from "./operations.ts";
@@ -82,10 +84,11 @@ async function main(): Promise<void> {
     explorer,
     search,
     cluster,
+    mcp: createMcpHttp(operationsBackend(operations, search, config.settings.search)),
   });
   const address = await listen(server, host, port);
   log(
-    `prompt-builder: HTTP on http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}${token ? " (bearer token required)" : ""}, explorer at /ui/, NATS API on ${config.names.apiPrefix}.{prompt,zoom,outline,tools} at ${redactUrl(url)}`,
+    `prompt-builder: HTTP on http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}${token ? " (bearer token required)" : ""}, explorer at /ui/, MCP at /threads/{thread}/mcp, NATS API on ${config.names.apiPrefix}.{prompt,zoom,outline,tools} at ${redactUrl(url)}`,
   );
 
   let stopping = false;
