@@ -63,9 +63,10 @@ export function tsxApiFor(entry: URL): string | undefined {
   return pathToFileURL(join(dirname(manifest), api)).href;
 }
 
-// The thread's first code: registers tsx when asked, then imports the entry. CommonJS, as code
-// given to `new Worker(…, { eval: true })` runs.
-const BOOTSTRAP = `const { workerData } = require("node:worker_threads");
+// A thread's first code: registers tsx when asked (workerData.tsx), then imports workerData.entry
+// (the bench's worker thread starts so too). CommonJS, as code given to `new Worker(…, { eval:
+// true })` runs.
+export const BOOTSTRAP = `const { workerData } = require("node:worker_threads");
 (async () => {
   if (workerData.tsx) (await import(workerData.tsx)).register();
   await import(workerData.entry);
