@@ -5,6 +5,7 @@ import { buildAnthropicPrompt, buildOpenAIPrompt, type PromptInput } from "../..
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import { pageText, resolveZoom, type Page, type ZoomScope } from "../../shared/zoom.ts";
 import { ApiError, notFound } from "./api-error.ts";
+import { ByteLru } from "./lru.ts";
 import { PromptCache } from "./prompt-cache.ts";
 import { PromptTurns } from "./prompt-turns.ts";
 import type { ReadAhead, StoredMessage, StoredSnapshot, ThreadReader } from "./reader.ts";
@@ -42,7 +43,7 @@ export interface OperationsOptions {
    */
   tailCap?: number | undefined;
   /**
-   * Bytes of built prompt bodies and parsed snapshots kept (default 32 MB). 0 keeps nothing at
+   * Bytes of built prompt bodies kept, and as many of parsed snapshots (default 32 MB each). 0 keeps nothing at
    * all, the parts of the last turns' prompts (PromptTurns) included: every body built whole.
    */
   promptCacheBytes?: number;
@@ -53,6 +54,15 @@ export interface OperationsOptions {
 }
 
 export const DEFAULT_MAX_NEWER = 10_000;
+
+/** Early id index reads kept until their turn asks (one per turn that read ahead a message). */
+const EARLY_ID_READS = 1_024;
+
+interface EarlyIdRead {
+  /** The message id the read is of (the stored message's Nats-Msg-Id). */
+  id: string;
+  first: Promise<number | undefined>;
+}
 
 /** A thread as one request sees it: the snapshot, and every message whole after its outline. */
 interface ThreadView {
@@ -95,6 +105,9 @@ export function createOperations(
   // What the id index said of a newer message, kept with it: a turn asks the index once per
   // message it holds (PromptTurns keeps them across turns).
   const indexed = new WeakMap<StoredMessage, boolean>();
+  // Id index reads sent as soon as a turn's read ahead found a message (by its Nats-Msg-Id),
+  // beside the turn's other reads instead of after them: per thread and CHAT sequence.
+  const early = new ByteLru<string, EarlyIdRead>(EARLY_ID_READS);
 
   /**
    * Newer messages (`dedupe`d) less those whose id the worker's id index gives to an earlier
@@ -108,22 +121,62 @@ export function createOperations(
     thread: string,
     snapshot: OutlineSnapshot | undefined,
     newer: StoredMessage[],
+    heldSnapshot = false,
   ): Promise<StoredMessage[]> {
     if (!reader.idFirstSeq || !snapshot || (snapshot.boundary === 0 && snapshot.complete)) {
       return newer;
     }
-    const keep = await Promise.all(newer.map((m) => ownId(thread, m)));
+    const keep = await Promise.all(newer.map((m) => ownId(thread, m, heldSnapshot)));
     return keep.every(Boolean) ? newer : newer.filter((_, i) => keep[i]);
   }
 
-  async function ownId(thread: string, m: StoredMessage): Promise<boolean> {
+  /**
+   * The index read sent early for `m`, when it answers for the snapshot the turn uses. An entry
+   * names the first message that carried the id, so an entry always answers. No entry answers
+   * only for a snapshot held from an earlier turn: the read was then made after that snapshot
+   * was written (and every id it reflects indexed); a snapshot read in this turn may have been
+   * evaluated after the index read, and written between the two.
+   */
+  async function earlyFirst(
+    thread: string,
+    m: StoredMessage,
+    heldSnapshot: boolean,
+  ): Promise<{ first: number | undefined } | undefined> {
+    const key = `${thread}\0${m.seq}`;
+    const sent = early.get(key);
+    if (!sent || sent.id !== m.message.id) return undefined;
+    early.delete(key);
+    const first = await sent.first.catch(() => null);
+    if (first === null || (first === undefined && !heldSnapshot)) return undefined;
+    return { first };
+  }
+
+  async function ownId(thread: string, m: StoredMessage, heldSnapshot = false): Promise<boolean> {
     let own = indexed.get(m);
     if (own === undefined) {
-      const first = await reader.idFirstSeq?.(thread, m.message.id);
-      own = first === undefined || first >= m.seq;
+      const first =
+        (await earlyFirst(thread, m, heldSnapshot)) ??
+        ({ first: await reader.idFirstSeq?.(thread, m.message.id) } as const);
+      own = first.first === undefined || first.first >= m.seq;
       indexed.set(m, own);
     }
     return own;
+  }
+
+  /** Sends the index read of the message a read ahead finds, as soon as it is found. */
+  function readIdEarly(thread: string, ahead: ReadAhead): void {
+    if (!reader.idFirstSeq) return;
+    ahead.got.then(
+      (sm) => {
+        const id = sm?.headers?.get("Nats-Msg-Id");
+        const first = id ? reader.idFirstSeq?.(thread, id) : undefined;
+        if (!sm || !id || !first) return;
+        // Awaited by the turn's check, or never (its snapshot held the message): not unhandled.
+        first.catch(() => undefined);
+        early.set(`${thread}\0${sm.seq}`, { id, first }, 1);
+      },
+      () => undefined,
+    );
   }
 
   async function newerThan(
@@ -195,6 +248,7 @@ export function createOperations(
     snapshot: OutlineSnapshot | undefined,
     lastSeq: number,
     ahead: ReadAhead | undefined,
+    heldSnapshot: boolean,
   ): Promise<Buffer[]> {
     const thread = args.thread;
     const [tail, read] = await Promise.all([
@@ -203,7 +257,12 @@ export function createOperations(
         reader.messagesAfter(thread, after, until, max, ahead),
       ),
     ]);
-    const newer = await notReapplied(thread, snapshot, dedupe(snapshot?.tail ?? [], read));
+    const newer = await notReapplied(
+      thread,
+      snapshot,
+      dedupe(snapshot?.tail ?? [], read),
+      heldSnapshot,
+    );
     return kept.body(snapshot, inputOf(args, snapshot, [...tail, ...newer]), args.format, {
       newerThanSnapshot: newer.length,
       snapshotSeq: snapshot?.seq ?? 0,
@@ -266,7 +325,9 @@ export function createOperations(
    * The stored snapshot; when the parse kept is of the key's value still, that parse, asked
    * about by revision instead of read again (a turn then reads no snapshot bytes).
    */
-  async function snapshotFor(thread: string): Promise<StoredSnapshot | undefined> {
+  async function snapshotFor(
+    thread: string,
+  ): Promise<(StoredSnapshot & { held?: true }) | undefined> {
     const held = turns && reader.storedSnapshotSince ? cache.held(thread) : undefined;
     if (!held || !reader.storedSnapshotSince) return reader.storedSnapshot(thread);
     const { tail, tailSeqs } = held.snapshot;
@@ -275,7 +336,12 @@ export function createOperations(
     const proof = seq === undefined || id === undefined ? undefined : { seq, id };
     const got = await reader.storedSnapshotSince(thread, { revision: held.revision, proof });
     if (got !== "unchanged") return got;
-    return { bytes: held.bytes, revision: held.revision, parse: () => held.snapshot };
+    return {
+      bytes: held.bytes,
+      revision: held.revision,
+      parse: () => held.snapshot,
+      held: true,
+    };
   }
 
   /** The prompt body in chunks (Operations.promptChunks). */
@@ -285,6 +351,7 @@ export function createOperations(
     // A turn's read of the messages after those held goes out with the two reads below.
     const upTo = turns?.heldUpTo(thread);
     const ahead = upTo === undefined ? undefined : reader.readAhead?.(thread, upTo);
+    if (ahead) readIdEarly(thread, ahead);
     // Both read afresh on every request: they decide whether a kept body is still the answer.
     const [stored, lastSeq] = await Promise.all([
       snapshotFor(thread),
@@ -296,7 +363,7 @@ export function createOperations(
     if (hit) return hit;
     const kept = stored && cache.snapshot(thread, stored);
     const body = turns
-      ? await turnBody(turns, args, kept?.snapshot, lastSeq, ahead)
+      ? await turnBody(turns, args, kept?.snapshot, lastSeq, ahead, stored?.held === true)
       : [
           Buffer.from(
             JSON.stringify(promptOf(args, await wholeAfter(thread, kept?.snapshot, lastSeq))),

@@ -40,18 +40,21 @@ const COMMA = Buffer.from(",");
  * costs one read of that message and an append, not a rebuild (bench prompt, real turns):
  * - the messages stored after each thread's snapshot, read so far: the next turn reads only what
  *   came after them (`newer`);
- * - the outline rendered and serialized, per parsed snapshot (a new snapshot, a new parse);
+ * - the outline rendered and serialized, per parsed snapshot's lines (the same between cuts);
  * - each whole message serialized, per message and agent and cut time, and the tail's whole
  *   messages joined in a few blocks (a turn joins only the new message's piece).
  * A body is the same bytes as `JSON.stringify` of the reply built from scratch, in chunks.
  */
 export class PromptTurns {
   readonly #held = new ByteLru<string, Held>(HELD_THREADS);
-  readonly #outlines = new WeakMap<OutlineSnapshot, Map<string, KeptOutline>>();
+  /** By the snapshot's lines: snapshots between two cuts share them (parseWithLinesOf). */
+  readonly #outlines = new WeakMap<OutlineSnapshot["lines"], Map<string, KeptOutline>>();
   readonly #pieces = new WeakMap<Message, Map<string, Buffer>>();
   /** Per first message of a run, per agent and cut time. */
   readonly #runs = new WeakMap<Message, Map<string, Run>>();
   readonly #tails = new WeakMap<OutlineSnapshot, Promise<readonly StoredMessage[]>>();
+  /** Per thread, the tail of the snapshot read last. */
+  readonly #lastTails = new ByteLru<string, readonly StoredMessage[]>(HELD_THREADS);
   readonly #costs = new WeakMap<Message, number>();
   readonly #cost = (message: Message): number => {
     let cost = this.#costs.get(message);
@@ -74,12 +77,36 @@ export class PromptTurns {
   ): Promise<readonly StoredMessage[]> {
     let kept = this.#tails.get(snapshot);
     if (!kept) {
-      kept = read();
+      const held = this.#heldTail(snapshot);
+      kept = held ? Promise.resolve(held) : read();
       this.#tails.set(snapshot, kept);
       // A failed read is not kept: the next turn reads again.
-      kept.catch(() => this.#tails.delete(snapshot));
+      kept.then(
+        (tail) => this.#lastTails.set(snapshot.thread, tail, 1),
+        () => this.#tails.delete(snapshot),
+      );
     }
     return kept;
+  }
+
+  /**
+   * The snapshot's tail from the messages this thread's last tail and newer messages held, when
+   * they hold all of it (the same sequence and id: a message at a sequence never changes): the
+   * snapshot after a message is the one before plus that message, which the turn before read.
+   */
+  #heldTail(snapshot: OutlineSnapshot): StoredMessage[] | undefined {
+    const last = this.#lastTails.get(snapshot.thread);
+    if (!last) return undefined;
+    const bySeq = new Map<number, StoredMessage>();
+    for (const m of last) bySeq.set(m.seq, m);
+    for (const m of this.#held.get(snapshot.thread)?.after ?? []) bySeq.set(m.seq, m);
+    const out: StoredMessage[] = [];
+    for (const [i, seq] of snapshot.tailSeqs.entries()) {
+      const m = bySeq.get(seq);
+      if (!m || m.message.id !== snapshot.tail[i]) return undefined;
+      out.push(m);
+    }
+    return out;
   }
 
   /**
@@ -182,8 +209,8 @@ export class PromptTurns {
   ): KeptOutline {
     // A window (`from`) shows a part of the outline: rendered for the request alone.
     if (!snapshot || input.from !== undefined) return keptOutline(renderOutline(input), format);
-    let kept = this.#outlines.get(snapshot);
-    if (!kept) this.#outlines.set(snapshot, (kept = new Map<string, KeptOutline>()));
+    let kept = this.#outlines.get(snapshot.lines);
+    if (!kept) this.#outlines.set(snapshot.lines, (kept = new Map<string, KeptOutline>()));
     const key = `${format}\0${input.search === true}`;
     let outline = kept.get(key);
     if (!outline) kept.set(key, (outline = keptOutline(renderOutline(input), format)));
