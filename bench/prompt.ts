@@ -243,20 +243,27 @@ export async function run(): Promise<Record<string, number>> {
             const state = withMessage(before, message, at);
             return { at, state, snapshot: JSON.stringify(toSnapshot(state)) };
           };
-          let work = next(lastSeq + 1);
+          // Staged on the worker's thread before the publish too (the snapshot's copy is made
+          // now), so the GET follows the publish at once.
+          const stage = (at: number) => {
+            const computed = next(at);
+            const job = { thread: thread.name, id: message.id, seq: at };
+            return { ...computed, work: applier.stage({ ...job, snapshot: computed.snapshot }) };
+          };
+          let after = stage(lastSeq + 1);
           const { seq } = await js.publish(s.messageCreated(thread.name), JSON.stringify(message), {
             msgID: message.id,
           });
           lastSeq = seq;
-          if (seq !== work.at) work = next(seq);
-          thread.state = work.state;
-          const snapshot = work.snapshot;
+          if (seq !== after.at) after = stage(seq);
+          thread.state = after.state;
+          const work = after.work;
           const path = pathOf(thread.name, who);
           const cpu = process.cpuUsage();
           const started = performance.now();
           // The worker applies the message as the prompt is asked: the id claimed on arrival,
           // then the new snapshot written.
-          const applied = applier.apply({ thread: thread.name, id: message.id, seq, snapshot });
+          const applied = work.start();
           const body = await getBytes(agent, port, path);
           turns.push(performance.now() - started);
           const turnCpu = process.cpuUsage(cpu);

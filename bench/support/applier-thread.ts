@@ -18,9 +18,22 @@ const kv = await new Kvm(js).open(names.kvBucket);
 const { ids } = await ensureWorkerBuckets(js, await jetstreamManager(nc), names);
 const port = parentPort;
 if (!port) throw new Error("applier-thread.ts runs as a worker thread (bench/support/applier.ts)");
-port.on("message", (job: ApplyJob | "stop") => {
-  if (job === "stop") {
+// A job is staged first (its 150 KB snapshot copied to this thread outside the timed turn),
+// then started by its number alone.
+const staged = new Map<number, ApplyJob>();
+port.on("message", (message: ApplyJob | number | "stop") => {
+  if (message === "stop") {
     void nc.close().then(() => port.close());
+    return;
+  }
+  if (typeof message !== "number") {
+    staged.set(message.n, message);
+    return;
+  }
+  const job = staged.get(message);
+  staged.delete(message);
+  if (!job) {
+    port.postMessage({ n: message, error: `job ${message} was not staged` });
     return;
   }
   // As the worker does: the id claimed on arrival, then the snapshot written.

@@ -14,8 +14,11 @@ export interface ApplyJob {
 }
 
 export interface Applier {
-  /** Resolves once both writes are acknowledged by the server. */
-  apply(job: Omit<ApplyJob, "n">): Promise<void>;
+  /**
+   * Hands the job to the thread (the copy of its snapshot is made now); `start` sends its writes
+   * and resolves once the server acknowledged both.
+   */
+  stage(job: Omit<ApplyJob, "n">): { start(): Promise<void> };
   stop(): Promise<void>;
 }
 
@@ -44,13 +47,18 @@ export async function startApplier(url: string, names: InfraNames): Promise<Appl
   });
   let n = 0;
   return {
-    apply(job) {
-      if (failed) return Promise.reject(failed);
+    stage(job) {
       const id = n++;
-      return new Promise<void>((resolve, reject) => {
-        waiting.set(id, { resolve, reject });
-        worker.postMessage({ ...job, n: id });
-      });
+      worker.postMessage({ ...job, n: id });
+      return {
+        start() {
+          if (failed) return Promise.reject(failed);
+          return new Promise<void>((resolve, reject) => {
+            waiting.set(id, { resolve, reject });
+            worker.postMessage(id);
+          });
+        },
+      };
     },
     async stop() {
       worker.postMessage("stop");
