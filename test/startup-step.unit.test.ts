@@ -2,6 +2,7 @@ import { JetStreamApiError } from "@nats-io/jetstream";
 import { TimeoutError } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import {
+  FIRST_ATTEMPT_MS,
   isTransientAtStart,
   startupStep,
   StartupStepError,
@@ -52,6 +53,37 @@ describe("startupStep", () => {
     expect(lines).toEqual([
       "creating stream KV_outline-cluster (R3): timeout (attempt 1); asking again in 250 ms",
     ]);
+  });
+
+  it("asks again a request left unanswered for its attempt's time, each attempt given longer", async () => {
+    const time = fakeTime();
+    const lines: string[] = [];
+    const given: number[] = [];
+    let calls = 0;
+    const value = await startupStep(
+      "reading key 'layout' of bucket outline-cluster",
+      () => {
+        calls += 1;
+        // Sent while the bucket's stream had no leader: dropped, never answered.
+        return calls < 3 ? new Promise<string>(() => {}) : Promise.resolve("layout");
+      },
+      {
+        now: time.now,
+        sleep: time.sleep,
+        log: (line) => lines.push(line),
+        attemptTimer: (ms) => {
+          given.push(ms);
+          return Promise.resolve();
+        },
+        transient: () => false,
+      },
+    );
+    expect(value).toBe("layout");
+    expect(calls).toBe(3);
+    expect(given).toEqual([FIRST_ATTEMPT_MS, 2 * FIRST_ATTEMPT_MS, 4 * FIRST_ATTEMPT_MS]);
+    expect(lines[0]).toBe(
+      `reading key 'layout' of bucket outline-cluster: no answer in ${FIRST_ATTEMPT_MS} ms (attempt 1); asking again in 250 ms`,
+    );
   });
 
   it("gives up after its time, naming the step, its attempts and how long", async () => {
