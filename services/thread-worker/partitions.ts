@@ -12,6 +12,7 @@ import {
 import { nanos } from "@nats-io/transport-node";
 import type { InfraNames } from "../config/names.ts";
 import type { Subjects } from "../nats/subjects.ts";
+import { Turns } from "./turns.ts";
 
 /** The stand-in partition for events stored before the mapping (read with partition 0). */
 export const UNPARTITIONED = -1;
@@ -170,6 +171,8 @@ export class PartitionConsumers {
   /** Each partition's opens, closes and re-creations, one after the other. */
   readonly #ops = new Map<number, Promise<void>>();
   readonly #recreating = new Set<number>();
+  /** Every pull loop's routing, paced together (turns.ts). */
+  readonly #turns = new Turns();
   /** Consumers read ahead (`prepare`), for the next open of the partition. */
   readonly #found = new Map<number, { at: number; found: Promise<Found> }>();
   readonly #js: JetStreamClient;
@@ -260,6 +263,8 @@ export class PartitionConsumers {
       for await (const msg of messages) {
         reading.at = Date.now();
         route(msg);
+        const turn = this.#turns.pace();
+        if (turn) await turn;
       }
     })()
       .catch((err: unknown) => failed(k, err))
