@@ -151,7 +151,8 @@ export class ThreadRegistry {
 
   /**
    * Drains the threads `which` selects (their partition moved to another worker): each saves
-   * its state and acknowledges what it applied, then leaves memory. Their retry timers go too.
+   * its state and acknowledges what it applied, then leaves memory; events it holds and has not
+   * applied go to the next owner (ThreadSlot.drain). Their retry timers go too.
    */
   async drainWhere(which: (thread: string) => boolean): Promise<void> {
     for (const [thread, timer] of this.#retries) {
@@ -162,7 +163,7 @@ export class ThreadRegistry {
     // Threads waiting for room come in over the cap: their events are applied, not given up.
     this.#pool.admitAll(which);
     await Promise.all(
-      [...this.#pool.slots()].filter((slot) => which(slot.thread)).map((slot) => slot.drain()),
+      [...this.#pool.slots()].filter((slot) => which(slot.thread)).map((slot) => slot.drain(true)),
     );
   }
 

@@ -69,6 +69,13 @@ export class SlotQueue {
     return dropped;
   }
 
+  /** Gives up the chat events waiting (summaries' results stay); returns how many. */
+  dropChat(): number {
+    const before = this.#items.length;
+    this.#items = this.#items.filter((i) => i.kind !== "chat");
+    return before - this.#items.length;
+  }
+
   #heartbeat(metrics: MetricRegistry): void {
     const now = Date.now();
     if (now - this.#lastHeartbeat < 1_000) return;

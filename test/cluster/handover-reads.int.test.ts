@@ -369,4 +369,62 @@ describe("a thread handed over with summaries in flight", () => {
       await nc.close().catch(() => {});
     }
   });
+  it("leaves the events its drain had not applied to the next owner, which applies each once", async () => {
+    const names = { ...uniqueNames(), partitions: PARTITIONS };
+    const { nats } = await mappedNats(scope, names, PARTITIONS);
+    const h = (scope.h = await ownHarness(nats.url, names));
+    const thread = "handover-queued";
+    const lines: string[] = [];
+    const nc = await connectNats({ url: nats.url, name: "handover-queued" });
+    // The thread's first load waits until let through: its events queue in its slot meanwhile.
+    let letThrough: () => void = () => {};
+    const gate = new Promise<void>((r) => (letThrough = r));
+    const request = nc.request.bind(nc);
+    nc.request = (subject, payload, opts) => {
+      const text = payload instanceof Uint8Array ? new TextDecoder().decode(payload) : "";
+      if (subject.includes(thread) || text.includes(thread))
+        return gate.then(() => request(subject, payload, opts));
+      return request(subject, payload, opts);
+    };
+    const start = (conn: NatsConnection) =>
+      startThreadWorker({
+        nc: conn,
+        names,
+        settings: SMALL,
+        summarizer: new FakeSummarizer(),
+        log: recordingLogger(lines),
+      });
+    const a = await start(nc);
+    let b: ThreadWorker | undefined;
+    const nc2 = await connectNats({ url: nats.url, name: "handover-queued-next" });
+    try {
+      for (let i = 0; i < 10; i++) await publishMessage(h, chatMessage(thread, i));
+      await waitFor("the events delivered to the worker", async () => {
+        let delivered = 0;
+        for await (const c of h.jsm.consumers.list(names.chatStream))
+          delivered += c.delivered.consumer_seq;
+        return delivered === 10;
+      });
+      await new Promise((r) => setTimeout(r, 200));
+      // Handed over while they wait: none is applied here.
+      const drained = a.registry.drainWhere((t) => t === thread);
+      letThrough();
+      await drained;
+      const last = h.log.get(thread)?.at(-1)?.seq ?? 0;
+      expect(
+        (await storedRecord(h, thread))?.seen ?? 0,
+        "the last event the old owner applied",
+      ).toBeLessThan(last);
+      await a.stop();
+      // The next owner reads the partition from the old one's ack floor: each event comes once.
+      b = await start(nc2);
+      await settled(h, [thread], [thread], lines);
+      await expectMatchesCleanRun(h, [thread], SMALL);
+    } finally {
+      await a.stop().catch(() => {});
+      await b?.stop().catch(() => {});
+      await nc.close().catch(() => {});
+      await nc2.close().catch(() => {});
+    }
+  });
 });
