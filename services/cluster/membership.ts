@@ -39,6 +39,9 @@ export function failoverMsOf(values: SettingValues): number | undefined {
   );
 }
 
+/** How long a change seen in the watch waits for the ones stored with it before a plan. */
+export const GATHER_MS = 50;
+
 export interface MembershipOptions {
   js: JetStreamClient;
   names: InfraNames;
@@ -219,6 +222,18 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
     expiry = setTimeout(kick, next - now + 1);
     expiry.unref();
   };
+  // Changes seen in the watch are acted on a moment later: a member handing partitions over
+  // deletes their leases together, and a plan made at the first delete took one partition, then
+  // the rest in another round (each a lease write and a consumer create on R3).
+  let gathering: NodeJS.Timeout | undefined;
+  const kickSoon = () => {
+    if (gathering || stopped) return;
+    gathering = setTimeout(() => {
+      gathering = undefined;
+      kick();
+    }, GATHER_MS);
+    gathering.unref();
+  };
   const kick = () => {
     if (stopped) return;
     if (running) {
@@ -389,7 +404,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
     open: () => step(`watching bucket ${bucket}`, () => kv.watch({ key: ">" })),
     onEntry: (e) => {
       onEntry(e);
-      if (initialized && e.key !== memberKey(id)) kick();
+      if (initialized && e.key !== memberKey(id)) kickSoon();
     },
     what: `bucket ${bucket}`,
     log: retrying,
@@ -410,6 +425,11 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
   // and partitions others hand over to it are waited for a moment (they drain first).
   for (let i = 0; i < 40; i++) {
     while (running) await running;
+    // A change seen meanwhile (our own lease, its reply lost) is planned for first.
+    if (gathering) {
+      await new Promise((r) => setTimeout(r, GATHER_MS));
+      continue;
+    }
     if (!lastPlan || lastPlan.waiting.length === 0) break;
     await sleep(50);
   }
@@ -427,6 +447,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
       stopped = true;
       clearInterval(timer);
       clearTimeout(expiry);
+      clearTimeout(gathering);
       // Whatever is still held (a failed plan) goes now.
       const rest = [...owned];
       if (rest.length > 0) {
@@ -449,6 +470,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
       stopped = true;
       clearInterval(timer);
       clearTimeout(expiry);
+      clearTimeout(gathering);
       watch.stop();
     },
   };

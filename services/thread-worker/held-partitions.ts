@@ -76,6 +76,16 @@ export async function holdPartitions(parts: {
     parts.ackWaitMs,
   );
   let lastLag = 0;
+  const listBusy = (ks: readonly number[]) => {
+    const listing = retryInPlace(() => ctx.busy.list(), {
+      what: `list the busy threads of partitions ${ks.join(",")}`,
+      log: ctx.retries,
+      signal: handing.signal,
+    });
+    listing.catch(() => undefined);
+    return listing;
+  };
+  let busyAhead: Promise<string[]> | undefined;
   const membership = await joinCluster({
     js: jetstream(nc, { timeout: 20_000 }),
     names,
@@ -86,12 +96,17 @@ export async function holdPartitions(parts: {
     log,
     stats: () => ({ threads: registry.size, lag: lastLag }),
     settings: threadSettingsText(ctx.settings),
-    // The consumers are read while the leases are written: taking one then only creates.
+    // The consumers and the busy threads are read while the leases are written: taking one
+    // then only creates. Planned after the last holder's lease went (it drained first, or died),
+    // so the list holds every thread it left with work outstanding.
     prepare: (ks) => {
       for (const k of withUnpartitioned(ks)) consumers.prepare(k);
+      busyAhead = listBusy(ks);
     },
     acquire: async (ks) => {
       const opening = withUnpartitioned(ks);
+      const listing = busyAhead ?? listBusy(ks);
+      busyAhead = undefined;
       // A lease held must be read: opening is retried until it works or the worker stops.
       await Promise.all(
         opening.map((k) =>
@@ -103,11 +118,7 @@ export async function holdPartitions(parts: {
         ),
       );
       // Threads drained with work outstanding get no event: woken here, or never.
-      const busy = await retryInPlace(() => ctx.busy.list(), {
-        what: `list the busy threads of partitions ${ks.join(",")}`,
-        log: ctx.retries,
-        signal: handing.signal,
-      });
+      const busy = await listing;
       const woken = busy.filter(inPartitions(ks));
       if (woken.length > 0)
         log.info(`waking ${woken.length} thread(s) with work outstanding in ${ks.join(",")}`);

@@ -191,6 +191,29 @@ describe("a member taking its partitions", () => {
     }
   });
 
+  it("takes the partitions a member hands over together in one plan", async () => {
+    const { m, names, js } = await join((js) => js, { partitions: 16 });
+    await waitFor("the first member to hold every partition", () => m.owned().length === 16);
+    const plans: number[][] = [];
+    const other = await joinCluster(
+      memberOptions(js, names, {
+        partitions: 16,
+        acquire: (ks) => {
+          plans.push([...ks]);
+          return Promise.resolve();
+        },
+      }),
+    );
+    try {
+      await waitFor("the split", () => m.owned().length + other.owned().length === 16, 10_000);
+      expect(other.owned().length).toBe(8);
+      // One lease write and consumer create round for its share, not one per lease deleted.
+      expect(plans).toEqual([other.owned()]);
+    } finally {
+      other.abandon();
+    }
+  });
+
   // CI's case (b) of the cluster test hung so: the lease was stored, the member never read it.
   it("reads a partition whose lease reply was lost, and lets it go on leaving", async () => {
     const acquired: number[] = [];
