@@ -30,8 +30,9 @@ export class NextTurn {
       if (i < queue.length && performance.now() - started > TURN_MS) break;
     }
     if (i < queue.length) {
+      // Set from the check phase, the next run comes after the next timers phase, at no wait.
       this.#queue = [...queue.slice(i), ...this.#queue];
-      setTimeout(this.#runQueued, 0);
+      setImmediate(this.#runQueued);
       return;
     }
     if (this.#queue.length > 0) setImmediate(this.#runQueued);
