@@ -7,6 +7,9 @@
 // two workers and nats-server share the cores (without partitions: 0.06-0.09×).
 // The headline is the median of the rounds' ratios: each round runs one and two back to back,
 // under the same load, and the best rounds' ratio (one high round of either side) is beside it.
+// Then joins under the same load on a 3-node cluster (support/joins.ts): goal, every instance
+// reads its share within 5 s of answering /healthz. BENCH_INSTANCES_ROUNDS=0 runs the joins
+// alone, BENCH_INSTANCES_JOINS=N (default 1) of them.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,6 +24,7 @@ import { subjects } from "../services/nats/subjects.ts";
 import { ensureTopology } from "../services/nats/topology.ts";
 import { startNatsServer } from "../services/start/nats-server.ts";
 import { BenchChild, cpuSecondsOf } from "./support/child.ts";
+import { joinRound, type JoinRound } from "./support/joins.ts";
 import { serviceEntry } from "./support/service-entry.ts";
 import { perSecond, publishAll, roundRobin } from "./support/load.ts";
 import { median } from "./support/timing.ts";
@@ -31,6 +35,7 @@ const PER_THREAD = Number(process.env.BENCH_INSTANCES_MESSAGES ?? 60);
 const MESSAGES = THREADS * PER_THREAD;
 const PARTITIONS = 16;
 const ROUNDS = Number(process.env.BENCH_INSTANCES_ROUNDS ?? 5);
+const JOIN_ROUNDS = Number(process.env.BENCH_INSTANCES_JOINS ?? 1);
 
 /** A timed run: its wall time and the CPU seconds its workers and nats-server used meanwhile. */
 interface Round {
@@ -140,6 +145,7 @@ async function once(worker: string, workers: number, partitioned: boolean): Prom
 }
 
 export async function run(): Promise<Record<string, number>> {
+  if (ROUNDS === 0) return joins();
   const one: Round[] = [];
   const onePartitioned: Round[] = [];
   const two: Round[] = [];
@@ -173,6 +179,7 @@ export async function run(): Promise<Record<string, number>> {
       `median ${ratio}× (the headline; goal ≥ 0.8 on 2 cores); ` +
       `best rounds: one ${rate(one)} msg/s, two ${rate(two)} msg/s, ${bestRatio}×`,
   );
+  const joined = await joins();
   const cpuOf = (xs: Round[]) => Number(median(xs.map((r) => r.workerCpu)).toFixed(1));
   return {
     "instances.messages": MESSAGES,
@@ -183,5 +190,27 @@ export async function run(): Promise<Record<string, number>> {
     "instances.two_over_one_best": bestRatio,
     "instances.one_partitioned_worker_cpu_s": cpuOf(onePartitioned),
     "instances.two_worker_cpu_s": cpuOf(two),
+    ...joined,
+  };
+}
+
+const PARTITIONS_JOINED = 32;
+
+/** Joins under the heavy load on a 3-node cluster (support/joins.ts). */
+async function joins(): Promise<Record<string, number>> {
+  const rounds: JoinRound[] = [];
+  for (let i = 0; i < JOIN_ROUNDS; i++) {
+    const r = await joinRound(THREADS, PER_THREAD);
+    rounds.push(r);
+    console.log(
+      `  join ${i + 1}: /healthz → share ${r.healthToShare.map((ms) => (ms / 1000).toFixed(1)).join(", ")} s ` +
+        `(spawn → /healthz ${r.spawnToHealth.map((ms) => (ms / 1000).toFixed(1)).join(", ")} s); ` +
+        `${r.leases} leases written (${PARTITIONS_JOINED} without moves)`,
+    );
+  }
+  const worst = rounds.map((r) => Math.max(...r.healthToShare));
+  return {
+    "instances.join_health_to_share_ms": Math.round(median(worst)),
+    "instances.join_leases_written": median(rounds.map((r) => r.leases)),
   };
 }
