@@ -427,7 +427,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
     while (running) await running;
     // A change seen meanwhile (our own lease, its reply lost) is planned for first.
     if (gathering) {
-      await new Promise((r) => setTimeout(r, GATHER_MS));
+      await sleep(GATHER_MS);
       continue;
     }
     if (!lastPlan || lastPlan.waiting.length === 0) break;
