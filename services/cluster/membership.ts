@@ -2,7 +2,13 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { KvWatchEntry } from "@nats-io/kv";
-import { liveMembers, planLeases, type Heartbeat, type LeasePlan } from "../../shared/ownership.ts";
+import {
+  assignPartitions,
+  liveMembers,
+  planLeases,
+  type Heartbeat,
+  type LeasePlan,
+} from "../../shared/ownership.ts";
 import type { InfraNames } from "../config/names.ts";
 import { wholeSetting, type SettingValues } from "../config/whole-setting.ts";
 import { startupStep } from "../nats/startup-step.ts";
@@ -38,6 +44,9 @@ export function failoverMsOf(values: SettingValues): number | undefined {
     DEFAULT_FAILOVER_MS,
   );
 }
+
+/** Partitions a member alone opens at a time (it may hear others meanwhile). */
+export const WAVE = 8;
 
 /** How long a change seen in the watch waits for the ones stored with it before a plan. */
 export const GATHER_MS = 50;
@@ -200,7 +209,9 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
         found.push(k);
       }
     }
-    if (found.length > 0) log.warn(`cluster: found partitions ${found.join(",")} leased to us`);
+    const lost = found.filter((k) => !deferred.has(k));
+    for (const k of found) deferred.delete(k);
+    if (lost.length > 0) log.warn(`cluster: found partitions ${lost.join(",")} leased to us`);
     return found;
   };
 
@@ -268,10 +279,8 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
     }
   };
 
-  const reconcile = async () => {
-    const started = Date.now();
-    await confirmSilent(started);
-    const now = Date.now();
+  /** Every member's heartbeat as heard at `now`, and those heard within the failover time. */
+  const heartbeatsAt = (now: number) => {
     const heartbeats: Heartbeat[] = [];
     const heard = new Set<string>();
     for (const [who, b] of beats) {
@@ -294,6 +303,26 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
       heartbeats.push({ id, at: now, ...(leaving ? { leaving: true } : {}) });
       heard.add(id);
     }
+    return { heartbeats, heard };
+  };
+
+  /** Of `ks`, those the assignment gives another live member now. */
+  const assignedElsewhere = (ks: readonly number[]): number[] => {
+    const now = Date.now();
+    const owners = assignPartitions(
+      partitions,
+      liveMembers(heartbeatsAt(now).heartbeats, now, failoverMs),
+    );
+    return ks.filter((k) => owners[k] !== id);
+  };
+  /** Leases of ours whose consumers were not opened (waves): read again by the next plan. */
+  const deferred = new Set<number>();
+
+  const reconcile = async () => {
+    const started = Date.now();
+    await confirmSilent(started);
+    const now = Date.now();
+    const { heartbeats, heard } = heartbeatsAt(now);
     heardCount = heard.size;
     const live = liveMembers(heartbeats, now, failoverMs);
     // A member dead for a while leaves the bucket: the first live member by id removes it.
@@ -376,16 +405,31 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
       );
       if (taken.length > 0) {
         taken.sort((a, b) => a - b);
-        for (const k of taken) owned.add(k);
+        // Alone, a member takes every partition, and members starting with it are heard while
+        // it opens them: opened a wave at a time, what is left once one of them is another's is
+        // not opened, and the next plan hands those leases over at once (and opens the rest).
+        const wave = live.length === 1 && !takeover ? WAVE : taken.length;
+        const opened: number[] = [];
         const opening = Date.now();
-        await options.acquire(taken, takeover);
+        for (let i = 0; i < taken.length; i += wave) {
+          const rest = taken.slice(i);
+          if (opened.length > 0 && (leaving || assignedElsewhere(rest).length > 0)) {
+            for (const k of rest) deferred.add(k);
+            again = true;
+            break;
+          }
+          const next = rest.slice(0, wave);
+          for (const k of next) owned.add(k);
+          await options.acquire(next, takeover);
+          opened.push(...next);
+        }
         // stop() began while these were opening: they go again with everything else.
         if (leaving) again = true;
         // A takeover's steps, timed: where the failover bound goes (docs/scale-out.md).
         const steps = takeover
           ? ` (from a member that died: heard ${silence} ms before, confirmed and planned in ${writing - started} ms, leases written in ${opening - writing} ms, consumers opened and busy threads woken in ${Date.now() - opening} ms)`
           : "";
-        log.info(`cluster: took partitions ${taken.join(",")}${steps}`);
+        log.info(`cluster: took partitions ${opened.join(",")}${steps}`);
         await beat();
       }
     }

@@ -13,6 +13,7 @@ import { clusterBucket, openClusterBucket, readCluster } from "../../services/cl
 import type { ClusterAnswer } from "../../services/cluster/view.ts";
 import {
   joinCluster,
+  WAVE,
   type Membership,
   type MembershipOptions,
 } from "../../services/cluster/membership.ts";
@@ -209,6 +210,43 @@ describe("a member taking its partitions", () => {
       expect(other.owned().length).toBe(8);
       // One lease write and consumer create round for its share, not one per lease deleted.
       expect(plans).toEqual([other.owned()]);
+    } finally {
+      other.abandon();
+    }
+  });
+
+  it("alone, opens a wave of partitions at a time, and leaves the rest to a member heard meanwhile", async () => {
+    let letThrough: () => void = () => {};
+    const gate = new Promise<void>((r) => (letThrough = r));
+    const opened: number[] = [];
+    const nats = (scope.nats = await startOwnNats());
+    const names = uniqueNames();
+    nc = await connectNats({ url: nats.url, name: "member" });
+    const js = jetstream(nc);
+    const options = (acquire: MembershipOptions["acquire"]) =>
+      memberOptions(js, names, { partitions: 16, acquire });
+    // Its first wave opens until the other member has joined.
+    const joining = joinCluster(
+      options(async (ks) => {
+        opened.push(...ks);
+        await gate;
+      }),
+    );
+    await waitFor("the first wave to open", () => opened.length > 0);
+    expect(opened).toHaveLength(WAVE);
+    const other = await joinCluster(options(() => Promise.resolve()));
+    letThrough();
+    member = await joining;
+    try {
+      await waitFor(
+        "the split",
+        () => member!.owned().length + other.owned().length === 16,
+        10_000,
+      );
+      // What the other holds beyond the first wave was never opened here.
+      const beyond = other.owned().filter((k) => k >= (opened[WAVE - 1] as number) + 1);
+      expect(beyond.length).toBeGreaterThan(0);
+      expect(beyond.filter((k) => opened.includes(k))).toEqual([]);
     } finally {
       other.abandon();
     }
