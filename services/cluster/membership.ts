@@ -197,8 +197,15 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
    */
   const leasesFound = async (): Promise<number[]> => {
     const found: number[] = [];
+    const known = new Set<number>();
     for (const [k, h] of holders) {
       if (h.member !== id || owned.has(k)) continue;
+      // Left unopened by a wave, at the revision of our own write: nothing to read again.
+      if (deferred.delete(k) && mine.get(k) === h.revision) {
+        found.push(k);
+        known.add(k);
+        continue;
+      }
       const entry = await kv.get(leaseKey(k));
       if (entry) leaseRevisions.set(k, Math.max(leaseRevisions.get(k) ?? 0, entry.revision));
       const member = entry?.operation === "PUT" ? entry.json<{ member: string }>().member : "";
@@ -209,8 +216,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
         found.push(k);
       }
     }
-    const lost = found.filter((k) => !deferred.has(k));
-    for (const k of found) deferred.delete(k);
+    const lost = found.filter((k) => !known.has(k));
     if (lost.length > 0) log.warn(`cluster: found partitions ${lost.join(",")} leased to us`);
     return found;
   };
