@@ -160,7 +160,8 @@ export class ThreadRegistry {
       clearTimeout(timer);
       this.#retries.delete(thread);
     }
-    // Threads waiting for room come in over the cap: their events are applied, not given up.
+    // Threads waiting for room come in over the cap: their drain leaves their events, as the
+    // others', to the next owner.
     this.#pool.admitAll(which);
     await Promise.all(
       [...this.#pool.slots()].filter((slot) => which(slot.thread)).map((slot) => slot.drain(true)),
