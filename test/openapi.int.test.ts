@@ -17,6 +17,8 @@ import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology } from "../services/nats/topology.ts";
 import { natsHealth } from "../services/prompt-builder/health.ts";
 import { createHttpServer, listen, servedRoutes } from "../services/prompt-builder/http.ts";
+import { operationsBackend } from "../services/prompt-builder/mcp.ts";
+import { createMcpHttp, type McpHttp } from "../services/prompt-builder/mcp-http.ts";
 import { createMetrics } from "../services/prompt-builder/metrics.ts";
 import { serveNatsApi, statusHeaders, type NatsApi } from "../services/prompt-builder/nats-api.ts";
 import { OPENAPI } from "../services/prompt-builder/openapi.ts";
@@ -48,6 +50,7 @@ let search: SearchService;
 let dir: string;
 let http: OutlineClient;
 let nats: OutlineClient;
+let mcp: McpHttp;
 
 beforeAll(async () => {
   nc = await connectNats({ url: inject("natsUrl"), name: "openapi-test" });
@@ -72,14 +75,17 @@ beforeAll(async () => {
   });
   const operations = createOperations(createReader(nc, names), { search: true });
   const view = clusterView(nc, names);
+  const searchForward = forwardSearch(nc, names.apiPrefix, { on: true });
+  mcp = createMcpHttp(operationsBackend(operations, searchForward, true));
   server = createHttpServer({
     operations,
     metrics,
     health: natsHealth(nc),
     token: TOKEN,
     log: () => {},
-    search: forwardSearch(nc, names.apiPrefix, { on: true }),
+    search: searchForward,
     cluster: view,
+    mcp,
   });
   base = `http://127.0.0.1:${(await listen(server, "127.0.0.1", 0)).port}`;
   natsApi = serveNatsApi(nc, names.apiPrefix, operations, metrics, () => {});
@@ -98,13 +104,23 @@ afterAll(async () => {
 });
 
 type Schema = Record<string, unknown>;
+type Content = Record<string, { schema: Schema }>;
 interface Operation {
-  responses: Record<string, { headers?: Schema; content?: Record<string, { schema: Schema }> }>;
+  requestBody?: { content: Content };
+  responses: Record<string, { headers?: Schema; content?: Content }>;
 }
 const doc = OPENAPI as unknown as {
-  paths: Record<string, { get: Operation }>;
+  paths: Record<string, Record<string, Operation>>;
   components: Schema;
 };
+const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+/** The document's operations as "METHOD /path". */
+const documented = Object.entries(doc.paths).flatMap(([path, item]) =>
+  Object.keys(item)
+    .filter((key) => METHODS.includes(key))
+    .map((method) => `${method.toUpperCase()} ${path}`),
+);
+const MCP_ROUTE = "POST /threads/{thread}/mcp";
 
 /**
  * The document's schemas with every object closed (additionalProperties: false): an answer
@@ -120,25 +136,50 @@ function closed<T>(value: T): T {
 const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
 const components = closed(doc.components);
 
-/** Checks an answer against what the document says `path` answers with its status. */
-async function conforms(path: string, target: string, auth = true, at = base): Promise<Response> {
+function validates(schema: Schema | undefined, value: unknown, what: string): void {
+  const validate = ajv.compile({ ...closed(schema), components });
+  expect(validate(value), `${what}: ${ajv.errorsText(validate.errors)}`).toBe(true);
+}
+
+/**
+ * Checks an answer against what the document says `path` answers with its status (a GET, or
+ * the method and body of `init`, whose JSON body must fit the document's request schema).
+ */
+async function conforms(
+  path: string,
+  target: string,
+  auth = true,
+  at = base,
+  init: {
+    method: string;
+    headers?: Record<string, string>;
+    body?: string;
+    /** The documented method whose answers hold this one, when it is not `method` (a 405). */
+    documentedAs?: string;
+  } = { method: "GET" },
+): Promise<Response> {
+  const method = init.documentedAs ?? init.method;
+  const operation = doc.paths[path]?.[method.toLowerCase()];
+  expect(operation, `${method} ${path} is not in the document`).toBeDefined();
   const res = await fetch(`${at}${target}`, {
-    headers: auth ? { authorization: `Bearer ${TOKEN}` } : {},
+    method: init.method,
+    headers: { ...(auth ? { authorization: `Bearer ${TOKEN}` } : {}), ...init.headers },
+    ...(init.body === undefined ? {} : { body: init.body }),
   });
-  const documented = doc.paths[path]?.get.responses[String(res.status)];
+  const documented = operation?.responses[String(res.status)];
   expect(documented, `${target}: status ${res.status} is not in the document`).toBeDefined();
+  if (!documented?.content) {
+    expect(await res.text(), `${target}: ${res.status} is documented without a body`).toBe("");
+    return res;
+  }
   const type = (res.headers.get("content-type") ?? "").split(";")[0] as string;
-  const media = documented?.content?.[type];
+  const media = documented.content[type];
   expect(media, `${target}: ${type} is not documented for ${res.status}`).toBeDefined();
   if (res.headers.has("retry-after"))
     expect(documented?.headers, `${target}: Retry-After undocumented`).toHaveProperty(
       "Retry-After",
     );
-  if (type === "application/json") {
-    const validate = ajv.compile({ ...closed(media?.schema), components });
-    const body: unknown = await res.json();
-    expect(validate(body), `${target}: ${ajv.errorsText(validate.errors)}`).toBe(true);
-  }
+  if (type === "application/json") validates(media?.schema, await res.clone().json(), target);
   return res;
 }
 
@@ -156,8 +197,12 @@ describe("GET /openapi.json", () => {
     const served = servedRoutes({
       search: () => Promise.resolve(new Uint8Array()),
       cluster: () => Promise.resolve({}),
-    });
-    expect(Object.keys(doc.paths).sort()).toEqual(served.map((r) => r.path).sort());
+      mcp,
+    }).map((r) => `${r.method} ${r.path}`);
+    expect([...documented].sort()).toEqual([...served].sort());
+    // MCP is POSTed, the one route that is not GET: neither side may lose it.
+    expect(documented).toContain(MCP_ROUTE);
+    expect(served).toContain(MCP_ROUTE);
     // Any other path is no route at all.
     const known = new Set(Object.keys(doc.paths).map((p) => p.replace("{thread}", thread)));
     await fc.assert(
@@ -201,6 +246,103 @@ describe("GET /openapi.json", () => {
     for (const [path, target, status, auth] of cases) {
       const res = await conforms(path, target, auth ?? true);
       expect(res.status, target).toBe(status);
+    }
+  });
+});
+
+describe("POST /threads/{thread}/mcp", () => {
+  const path = "/threads/{thread}/mcp";
+  const target = `/threads/${thread}/mcp`;
+  const headers = {
+    accept: "application/json, text/event-stream",
+    "content-type": "application/json",
+  };
+  const request = doc.paths[path]?.post?.requestBody?.content["application/json"]?.schema;
+  /** POSTs `message` as the document describes it, and checks the answer against it. */
+  async function post(
+    message: unknown,
+    more: { headers?: Record<string, string>; auth?: boolean; at?: string } = {},
+  ): Promise<Response> {
+    const body = typeof message === "string" ? message : JSON.stringify(message);
+    if (typeof message !== "string") validates(request, message, "the request");
+    return conforms(path, more.at ?? target, more.auth ?? true, base, {
+      method: "POST",
+      headers: { ...headers, ...more.headers },
+      body,
+    });
+  }
+
+  it("describes real MCP answers: initialize and tools/list against the document's schema", async () => {
+    const init = await post({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-06-18",
+        capabilities: {},
+        clientInfo: { name: "openapi-test", version: "1" },
+      },
+    });
+    expect(init.status).toBe(200);
+    const initialized = (await init.json()) as { id: number; result: { serverInfo: unknown } };
+    expect(initialized).toMatchObject({ jsonrpc: "2.0", id: 1 });
+    expect(initialized.result.serverInfo).toBeDefined();
+
+    const version = { "mcp-protocol-version": "2025-06-18" };
+    const list = await post(
+      { jsonrpc: "2.0", id: "l", method: "tools/list" },
+      { headers: version },
+    );
+    expect(list.status).toBe(200);
+    const listed = (await list.json()) as { result: { tools: { name: string }[] } };
+    expect(listed.result.tools.map((t) => t.name).sort()).toEqual(["outline", "search", "zoom"]);
+
+    const notified = await post({ jsonrpc: "2.0", method: "notifications/initialized" });
+    expect(notified.status).toBe(202);
+  });
+
+  it("describes each error it answers, with the status the server gives", async () => {
+    const ping = { jsonrpc: "2.0", id: 7, method: "ping" };
+    const cases: [string, () => Promise<Response>, number][] = [
+      ["no token", () => post(ping, { auth: false }), 401],
+      ["a bad thread id", () => post(ping, { at: "/threads/no%20good/mcp" }), 400],
+      ["a body that is not JSON", () => post("{not json"), 400],
+      ["not a JSON-RPC message", () => post(JSON.stringify({ hello: 1 })), 400],
+      [
+        "an unsupported protocol version",
+        () => post(ping, { headers: { "mcp-protocol-version": "1999-01-01" } }),
+        400,
+      ],
+      [
+        "an Accept without event-stream",
+        () => post(ping, { headers: { accept: "application/json" } }),
+        406,
+      ],
+      [
+        "a body that is not application/json",
+        () => post(ping, { headers: { "content-type": "text/plain" } }),
+        415,
+      ],
+      [
+        "a body over 1 MB",
+        () => post(JSON.stringify({ ...ping, pad: "x".repeat(1024 * 1024) })),
+        413,
+      ],
+      [
+        "GET",
+        () => conforms(path, target, true, base, { method: "GET", documentedAs: "POST" }),
+        405,
+      ],
+      [
+        "DELETE",
+        () => conforms(path, target, true, base, { method: "DELETE", documentedAs: "POST" }),
+        405,
+      ],
+    ];
+    for (const [what, ask, status] of cases) {
+      const res = await ask();
+      expect(res.status, what).toBe(status);
+      if (status === 405) expect(res.headers.get("allow"), what).toBe("POST");
     }
   });
 });

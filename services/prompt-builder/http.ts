@@ -83,26 +83,38 @@ function sendError(res: ServerResponse, err: ApiError, headers: Record<string, s
   send(res, err.status, errorBody(err), { ...retry, ...headers });
 }
 
+/** A route a server serves: its method, its path as /openapi.json names it, a hint of its query. */
+export interface ServedRoute {
+  method: "GET" | "POST";
+  path: string;
+  query?: string;
+  /** What a route other than GET serves, for the 404 and 405 hint. */
+  about?: string;
+}
+
 /**
- * The routes a server made with `options` serves besides the explorer, as /openapi.json names
- * them, each with a hint of its query: no others (test/openapi.int.test.ts holds the document
- * to this list).
+ * The routes a server made with `options` serves besides the explorer, method and path as
+ * /openapi.json names them, each with a hint of its query: no others (test/openapi.int.test.ts
+ * holds the document to this list, both ways).
  */
 export function servedRoutes(
-  options: Pick<HttpOptions, "search" | "cluster">,
-): { path: string; query?: string }[] {
+  options: Pick<HttpOptions, "search" | "cluster" | "mcp">,
+): ServedRoute[] {
+  const get = (path: string, query?: string): ServedRoute =>
+    query === undefined ? { method: "GET", path } : { method: "GET", path, query };
   return [
-    { path: "/threads/{thread}/prompt", query: "agent=…&from=…&format=openai|anthropic" },
-    { path: "/threads/{thread}/zoom", query: "id=…&n=…" },
-    { path: "/threads/{thread}/outline" },
-    { path: "/threads/{thread}/tools" },
-    ...(options.search
-      ? [{ path: "/threads/{thread}/search", query: "q=…&before=…&limit=…" }]
+    get("/threads/{thread}/prompt", "agent=…&from=…&format=openai|anthropic"),
+    get("/threads/{thread}/zoom", "id=…&n=…"),
+    get("/threads/{thread}/outline"),
+    get("/threads/{thread}/tools"),
+    ...(options.search ? [get("/threads/{thread}/search", "q=…&before=…&limit=…")] : []),
+    get("/healthz"),
+    get("/metrics"),
+    ...(options.cluster ? [get("/cluster")] : []),
+    get("/openapi.json"),
+    ...(options.mcp
+      ? [{ method: "POST", path: "/threads/{thread}/mcp", about: "MCP" } as const]
       : []),
-    { path: "/healthz" },
-    { path: "/metrics" },
-    ...(options.cluster ? [{ path: "/cluster" }] : []),
-    { path: "/openapi.json" },
   ];
 }
 
@@ -110,8 +122,14 @@ export function servedRoutes(
 export function routesHint(
   options: Pick<HttpOptions, "explorer" | "search" | "cluster" | "mcp">,
 ): string {
-  const routes = servedRoutes(options).map((r) => (r.query ? `${r.path}?${r.query}` : r.path));
-  return `routes: GET ${routes.join(", ")}${options.mcp ? "; MCP at POST /threads/{thread}/mcp" : ""}${options.explorer ? "; the explorer at /ui/" : ""}`;
+  const routes = servedRoutes(options);
+  const gets = routes
+    .filter((r) => r.method === "GET")
+    .map((r) => (r.query ? `${r.path}?${r.query}` : r.path));
+  const others = routes
+    .filter((r) => r.method !== "GET")
+    .map((r) => `; ${r.about ?? "also"} at ${r.method} ${r.path}`);
+  return `routes: GET ${gets.join(", ")}${others.join("")}${options.explorer ? "; the explorer at /ui/" : ""}`;
 }
 
 type Route =

@@ -313,6 +313,28 @@ const schemas = {
       leases: { type: "object", additionalProperties: { type: "string" } },
     },
   },
+  McpMessage: {
+    type: "object",
+    description:
+      "One MCP message: a JSON-RPC 2.0 request or notification (method, params; a request has an id), or a response (result or error, with the request's id; id null on an error about no request).",
+    required: ["jsonrpc"],
+    properties: {
+      jsonrpc: { const: "2.0" },
+      id: { type: ["string", "integer", "null"] },
+      method: { type: "string" },
+      params: { type: "object" },
+      result: { type: "object" },
+      error: {
+        type: "object",
+        required: ["code", "message"],
+        properties: {
+          code: { type: "integer" },
+          message: { type: "string" },
+          data: {},
+        },
+      },
+    },
+  },
   HealthReport: {
     type: "object",
     required: ["ok", "nats"],
@@ -354,7 +376,7 @@ export const OPENAPI = {
     title: "outline prompt-builder",
     version: "1",
     description:
-      "Summarized history for endless chat threads (SPEC §8). The same operations answer over NATS request/reply on <OUTLINE_API_PREFIX>.<op> (docs/infrastructure.md). When OUTLINE_API_TOKEN is set every route but /healthz and /openapi.json needs 'Authorization: Bearer <token>'. The explorer under /ui/ is a web page and not described here. Fields may be added to answers, none renamed.",
+      "Summarized history for endless chat threads (SPEC §8). The same operations answer over NATS request/reply on <OUTLINE_API_PREFIX>.<op> (docs/infrastructure.md). MCP is served on POST /threads/{thread}/mcp (docs/mcp.md). When OUTLINE_API_TOKEN is set every route but /healthz and /openapi.json needs 'Authorization: Bearer <token>'. The explorer under /ui/ is a web page and not described here. Fields may be added to answers, none renamed.",
   },
   components: {
     securitySchemes: {
@@ -447,6 +469,52 @@ export const OPENAPI = {
         "504": error("SEARCH_TIMEOUT: the search service did not answer in time."),
       },
     ),
+    "/threads/{thread}/mcp": {
+      post: {
+        operationId: "mcp",
+        summary: "The thread's tools and prompt over MCP (Streamable HTTP, no sessions)",
+        description:
+          "MCP's Streamable HTTP transport, bound to the path's thread: tools zoom, search (when on) and outline, and the prompt as resource outline://threads/{thread}/prompt; see [docs/mcp.md](docs/mcp.md). Stateless: each POST carries one JSON-RPC message and is answered on its own, by whichever instance receives it, as plain JSON (never text/event-stream, though the client's Accept must list both). A tool's failure is a result with isError, whose text is the API's error body. GET and DELETE (no stream to open, no session to end) answer 405.",
+        parameters: [
+          threadParameter,
+          {
+            name: "Mcp-Protocol-Version",
+            in: "header",
+            description:
+              "The MCP version initialize agreed on; one the SDK does not support is a 400.",
+            schema: { type: "string" },
+          },
+        ],
+        requestBody: {
+          required: true,
+          description: "A JSON-RPC message; Content-Type application/json, at most 1 MB.",
+          content: { "application/json": { schema: ref("McpMessage") } },
+        },
+        responses: {
+          "200": json(ref("McpMessage"), "The JSON-RPC response to the request."),
+          "202": { description: "A notification or response only: accepted, no body." },
+          "400": json(
+            { oneOf: [ref("Error"), ref("McpMessage")] },
+            "BAD_THREAD_ID (the path's thread id, the API's error); or a JSON-RPC error: a body that is not JSON or not a JSON-RPC message (-32700), an unsupported Mcp-Protocol-Version (-32000).",
+          ),
+          "401": common["401"],
+          "405": error("METHOD_NOT_ALLOWED: only POST is served here (no sessions).", {
+            Allow: { schema: { const: "POST" } },
+          }),
+          "406": json(
+            ref("McpMessage"),
+            "A JSON-RPC error (-32000): Accept must list both application/json and text/event-stream.",
+          ),
+          "413": error("BODY_TOO_LARGE: an MCP message over 1 MB."),
+          "414": common["414"],
+          "415": json(
+            ref("McpMessage"),
+            "A JSON-RPC error (-32000): Content-Type must be application/json.",
+          ),
+          "500": common["500"],
+        },
+      },
+    },
     "/cluster": {
       get: {
         operationId: "cluster",
