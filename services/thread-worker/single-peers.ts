@@ -115,32 +115,49 @@ export async function watchSinglePeers(options: SinglePeersOptions): Promise<Sin
 
   // Watched before our first beat, so no peer's beat falls between the read below and the watch.
   const watch = await kv.watch({ key: "single.>", include: KvWatchInclude.UpdatesOnly });
-  first = await kv.put(key, JSON.stringify(me));
-  const info: SingleInfo = { ...me, first };
-  const mine = await kv.get(key);
-  const now = mine?.created.getTime() ?? Date.now();
-
-  // Keys there before us: a peer is live while its beat is recent (server time against server
-  // time), or, on this host, while its process runs; an earlier worker of this process is us.
-  const keys = (await kvKeys(options.jsm, clusterBucket(names))).filter(
-    (k) => k.startsWith("single.") && k !== key,
-  );
-  const entries = (await Promise.all(keys.map((k) => kv.get(k)))).filter(
-    (e): e is KvEntry => e !== null && e.operation === "PUT",
-  );
-  let newcomer = false;
-  for (const entry of entries) {
-    const peer = entry.json<SingleInfo>();
-    if (now - entry.created.getTime() > failoverMs) continue;
-    if (peer.host === host && (peer.pid === process.pid || !alive(peer.pid))) continue;
-    if (tell(peer, peer.first ?? entry.revision) === "newcomer") newcomer = true;
-  }
-  if (newcomer && !options.allowPeers) {
-    watch.stop();
-    await kv.delete(key).catch(() => undefined);
-    throw new SinglePeerError(
-      `another single-mode worker runs on stream ${stream} (above); set ${SINGLE_PEERS_VARIABLE}=1 to run beside it`,
+  let info: SingleInfo = me;
+  const put = async () => {
+    const revision = await kv.put(key, JSON.stringify(info));
+    if (first === 0) {
+      first = revision;
+      info = { ...me, first };
+    }
+  };
+  try {
+    await put();
+  } catch (err) {
+    // The check is a courtesy: a store that refuses the beat (full, read-only) must not stop a
+    // worker that would otherwise run; later beats try again.
+    log.warn(
+      `cannot write ${key} in bucket ${clusterBucket(names)} (${errorText(err)}): another single-mode worker on stream ${stream} goes unnoticed until a beat is written`,
     );
+  }
+
+  if (first !== 0) {
+    const mine = await kv.get(key);
+    const now = mine?.created.getTime() ?? Date.now();
+    // Keys there before us: a peer is live while its beat is recent (server time against server
+    // time), or, on this host, while its process runs; an earlier worker of this process is us.
+    const keys = (await kvKeys(options.jsm, clusterBucket(names))).filter(
+      (k) => k.startsWith("single.") && k !== key,
+    );
+    const entries = (await Promise.all(keys.map((k) => kv.get(k)))).filter(
+      (e): e is KvEntry => e !== null && e.operation === "PUT",
+    );
+    let newcomer = false;
+    for (const entry of entries) {
+      const peer = entry.json<SingleInfo>();
+      if (now - entry.created.getTime() > failoverMs) continue;
+      if (peer.host === host && (peer.pid === process.pid || !alive(peer.pid))) continue;
+      if (tell(peer, peer.first ?? entry.revision) === "newcomer") newcomer = true;
+    }
+    if (newcomer && !options.allowPeers) {
+      watch.stop();
+      await kv.delete(key).catch(() => undefined);
+      throw new SinglePeerError(
+        `another single-mode worker runs on stream ${stream} (above); set ${SINGLE_PEERS_VARIABLE}=1 to run beside it`,
+      );
+    }
   }
 
   void (async () => {
@@ -153,7 +170,7 @@ export async function watchSinglePeers(options: SinglePeersOptions): Promise<Sin
   })().catch((err: unknown) => log.warn(`watching single-mode workers: ${errorText(err)}`));
 
   const beat = setInterval(() => {
-    kv.put(key, JSON.stringify(info)).catch((err: unknown) => {
+    put().catch((err: unknown) => {
       log.warn(`heartbeat ${key} of bucket ${clusterBucket(names)}: ${errorText(err)}`);
     });
   }, beatMs);
