@@ -137,6 +137,12 @@ const threadEvents = {
   "thread.deleted": { target: "#thread.erasing", actions: apply },
 } as const;
 
+/** What a deleted thread takes: the step refuses each (a skipped effect the host acts on). */
+const refusedEvents = {
+  "message.created": { actions: apply },
+  "thread.deleted": { actions: apply },
+} as const;
+
 /**
  * The thread actor: the chart an operator debugs, over the pure step (shared/step.ts). It runs
  * no I/O: each event's effects (`requestSummary`, `snapshotChanged`, `skipped`, `erased`) are
@@ -182,11 +188,11 @@ export const threadMachine = machineSetup.createMachine({
     /** thread.deleted applied: the host purges CHAT, HISTORY, the id index and the snapshot. */
     erasing: {
       always: { guard: "unhosted", target: "deleted" },
-      on: { "message.created": { actions: apply }, "erase.done": "deleted" },
+      on: { ...refusedEvents, "erase.done": "deleted" },
     },
     /** Erased. Later messages are refused (the host dead-letters them), summaries ignored. */
     deleted: {
-      on: { "message.created": { actions: apply }, passivate: "passivated" },
+      on: { ...refusedEvents, passivate: "passivated" },
     },
     /** Stored and out of memory; the next event loads it again. */
     passivated: { type: "final" },

@@ -64,6 +64,7 @@ export type Effect =
   | { type: "requestSummary"; job: SummaryJob }
   /** The outline or the tail may have changed: the host coalesces snapshot writes. */
   | { type: "snapshotChanged"; thread: string; seq: number; count: number; boundary: number }
+  /** `messageId` is empty for a thread.deleted of a thread deleted already. */
   | { type: "skipped"; thread: string; outcome: Skip; messageId: string; seq: number }
   /** The thread was deleted: the host purges its streams and index. */
   | { type: "erased"; thread: string; seq: number };
@@ -128,8 +129,15 @@ export function step(core: ThreadState, event: ThreadEvent): Step {
   return { core, effects };
 }
 
-/** A deleted thread refuses messages (the host dead-letters them) and ignores the rest. */
+/**
+ * The one place a deleted thread's events are decided: a message is refused (the host
+ * dead-letters it), a thread.deleted again is a duplicate (the host counts it), the rest ignored.
+ */
 function deletedStep(core: ThreadState, event: ThreadEvent): Step {
+  if (event.type === "thread.deleted") {
+    const outcome: Skip = { type: "duplicate", reason: "thread deleted already" };
+    return { core, effects: [skipped(core, outcome, "", event.seq ?? 0)] };
+  }
   if (event.type !== "message.created") return { core, effects: NO_EFFECTS as Effect[] };
   const seq = event.seq ?? 0;
   // Refused whatever the message: `appendMessage` says so in words the dead letter keeps.

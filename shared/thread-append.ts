@@ -54,7 +54,7 @@ function refusal(
   if (state.deleted) {
     return {
       type: "rejected",
-      reason: `thread '${state.thread}' was deleted; a deleted thread takes no new messages`,
+      reason: `thread deleted: thread '${state.thread}' was deleted (thread.deleted up to CHAT sequence ${state.seq}); a deleted thread takes no new messages, use a new thread id`,
     };
   }
   if (seq > 0 && seq <= state.seq) {

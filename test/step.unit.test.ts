@@ -77,6 +77,14 @@ describe("the step", () => {
     });
     expect(late.core).toBe(core);
     expect(late.effects).toMatchObject([{ type: "skipped", outcome: { type: "rejected" } }]);
+    const [refusal] = late.effects;
+    // The dead letter's reason: the step is the one place a deleted thread's events are decided.
+    expect(refusal?.type === "skipped" && refusal.outcome.reason).toMatch(
+      /^thread deleted: thread 's1' was deleted \(thread.deleted up to CHAT sequence 9\)/,
+    );
+    const again = step(core, { type: "thread.deleted", at: "2026-01-03T00:00:00Z", seq: 11 });
+    expect(again.core).toBe(core);
+    expect(again.effects).toMatchObject([{ type: "skipped", outcome: { type: "duplicate" } }]);
     expect(step(core, { type: "jobs.resume" }).effects).toEqual([]);
   });
 

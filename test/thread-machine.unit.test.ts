@@ -158,7 +158,10 @@ describe("thread machine", () => {
     const core = actor.getSnapshot().context.core;
     expect(core).toMatchObject({ deleted: true, count: 0, tail: [], outline: [], seq: 11 });
     actor.send({ type: "message.created", message: makeMessage("m1", 11, "late"), seq: 12 });
-    expect(skipped).toEqual(["rejected"]);
+    actor.send({ type: "thread.deleted", at: "2026-01-03T00:00:00Z", seq: 13 });
+    expect(skipped).toEqual(["rejected", "duplicate"]);
+    expect(erased).toEqual(["m1"]);
+    expect(actor.getSnapshot().value).toBe("deleted");
     expect(actor.getSnapshot().context.core.count).toBe(0);
   });
 

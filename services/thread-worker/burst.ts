@@ -90,7 +90,8 @@ export class BurstApplier {
       }
     }
     if (built.length > 0) this.#sendBuilt(built);
-    const erased = hosted.erasedAt !== undefined;
+    // A thread.deleted of this burst: the chart waits in `erasing` for the purges.
+    const erased = hosted.erasing;
     if (erased) await this.#p.erase();
     else if (chatSeen && hosted.state().deleted) await purgeChat(tools, cursor.seen);
     if (hosted.state().outbox.length > 0) await this.#p.publishOutbox();
@@ -165,26 +166,13 @@ export class BurstApplier {
       if (core.count > 0) hosted.changed = true;
       return this.#rejected.deadLetter(entry, event.reason);
     }
-    if (core.deleted) {
-      if (event.kind === "deleted") {
-        metrics.add(METRIC.duplicates, 1, { why: "deleted" });
-        return undefined;
-      }
-      return this.#rejected.deadLetter(
-        entry,
-        `thread deleted: thread '${thread}' was deleted (thread.deleted up to CHAT sequence ${core.seq}); a deleted thread takes no new messages, use a new thread id`,
-      );
-    }
-    if (event.kind === "deleted") {
-      hosted.send({ type: "thread.deleted", at: event.at, seq: entry.seq });
-      metrics.add(METRIC.events, 1, { kind: "deleted" });
-      return undefined;
-    }
+    if (event.kind === "deleted") return this.#applyDeleted(entry, event.at);
     const claim = claims.get(entry.seq);
     const firstSeq = claim?.type === "duplicate" ? claim.firstSeq : undefined;
     // The settings a thread runs under are its log's: recorded on HISTORY before the first
     // message applied under them (a new thread's first, or the first after HISTORY_* changed).
-    if (core.count > 0 && sameThreadSettings(core.settings, ctx.settings)) {
+    // A deleted thread's chart refuses it (the step decides, the skip dead-letters it).
+    if ((core.count > 0 && sameThreadSettings(core.settings, ctx.settings)) || hosted.refusing) {
       return this.#applyMessage(entry, event.message, firstSeq);
     }
     const settings = threadSettingsOf(ctx.settings);
@@ -196,6 +184,16 @@ export class BurstApplier {
       }
       return this.#applyMessage(entry, event.message, firstSeq);
     });
+  }
+
+  /** Sends a thread.deleted; a deleted thread's step skips it as a duplicate. */
+  #applyDeleted(entry: ChatEntry, at: string): Promise<void> | undefined {
+    const { hosted, tools } = this.#p;
+    hosted.send({ type: "thread.deleted", at, seq: entry.seq });
+    const skips = hosted.takeSkips();
+    if (skips.length > 0) return this.#rejected.skipped(entry, skips);
+    tools.ctx.metrics.add(METRIC.events, 1, { kind: "deleted" });
+    return undefined;
   }
 
   /** Sends the message to the actor; what it did not apply goes to the rejections. */

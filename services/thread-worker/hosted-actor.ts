@@ -32,8 +32,6 @@ export class HostedActor {
   #ran: readonly Effect[] | undefined;
   /** The `skipped` effects of the events sent since the burst last took them. */
   #skips: Skipped[] = [];
-  /** The CHAT sequence of a thread.deleted applied and not yet erased. */
-  erasedAt: number | undefined;
   /** The outline changed since the slot last looked (`snapshotChanged`). */
   changed = false;
   /** The state differs from the stored record. */
@@ -112,6 +110,17 @@ export class HostedActor {
     return this.#actor?.getSnapshot().value === "backlog";
   }
 
+  /** The chart is in `erasing`: a thread.deleted applied, its purges not all done. */
+  get erasing(): boolean {
+    return this.#actor?.getSnapshot().value === "erasing";
+  }
+
+  /** The chart is past a thread.deleted (`erasing`, `deleted`): the step refuses messages. */
+  get refusing(): boolean {
+    const value = this.#actor?.getSnapshot().value;
+    return value === "erasing" || value === "deleted";
+  }
+
   /** Sends one event and runs the effects of its step; starts the summaries it asked for. */
   send(event: ActorEvent): void {
     const actor = this.#actor as Actor<ThreadMachine>;
@@ -127,7 +136,7 @@ export class HostedActor {
       if (effect.type === "snapshotChanged") this.changed = true;
       else if (effect.type === "requestSummary") (requested ??= []).push(effect.job);
       else if (effect.type === "skipped") this.#skips.push(effect);
-      else this.erasedAt = effect.seq;
+      // `erased`: the chart is in `erasing` now, which the slot reads (`erasing`).
     }
     if (!requested) return;
     const core = snapshot.context.core;

@@ -23,6 +23,8 @@ export class Rejections {
   async skipped(entry: ChatEntry, skips: Skipped[]): Promise<void> {
     for (const { outcome } of skips) {
       if (outcome.type !== "duplicate") await this.deadLetter(entry, outcome.reason);
+      else if (entry.event.kind === "deleted")
+        this.#tools.ctx.metrics.add(METRIC.duplicates, 1, { why: "deleted" });
       else if (outcome.firstSeq === undefined)
         this.#tools.ctx.metrics.add(METRIC.duplicates, 1, { why: "tail" });
       else if (entry.event.kind === "message")

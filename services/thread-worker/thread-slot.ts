@@ -57,7 +57,6 @@ export class ThreadSlot {
 
   /** Highest CHAT sequence handled (persisted with the state), and the delivery epoch joined. */
   readonly #cursor: IntakeCursor;
-  #erasing = false;
   /** Woken because the busy index lists the thread (not by an event). */
   #woken = false;
   #saveDue = false;
@@ -325,7 +324,7 @@ export class ThreadSlot {
       this.#kickScheduled ||
       this.#passivateWanted ||
       this.#saveDue ||
-      this.#erasing ||
+      this.#hosted.erasing ||
       !this.#hosted.loaded ||
       this.#queue.length > 0 ||
       this.#acks.count > 0 ||
@@ -407,14 +406,11 @@ export class ThreadSlot {
   async #load(): Promise<void> {
     const hosted = this.#hosted;
     const { entry, restored } = await this.#stored.read(() => hosted.create());
-    if (restored) {
-      this.#cursor.seen = restored.seen;
-      this.#erasing = restored.erasing;
-    }
+    if (restored) this.#cursor.seen = restored.seen;
     this.#checkAlive();
     // A record this worker wrote from getPersistedSnapshot(), of any snapshot version: only its
-    // core is taken (the chart's state follows from it).
-    if (restored) hosted.load(restored.snapshot.context.core, this.#erasing);
+    // core is taken (the chart's state follows from it, `erasing` from the record's flag).
+    if (restored) hosted.load(restored.snapshot.context.core, restored.erasing);
     else hosted.createNew();
     if (!restored) {
       // A thread is listed only once a state of it with work outstanding is stored (#save), so a
@@ -424,9 +420,8 @@ export class ThreadSlot {
       else await this.#stored.syncBusy(hosted.state());
       return;
     }
-    if (this.#erasing) {
+    if (hosted.erasing) {
       // Crashed in the middle of a thread.deleted: finish its purges first.
-      hosted.erasedAt = hosted.state().seq;
       await this.#erase();
       await this.#save();
       return;
@@ -455,7 +450,7 @@ export class ThreadSlot {
   }
 
   #save(): Promise<void> {
-    return this.#stored.save(this.#hosted, this.#cursor.seen, this.#erasing);
+    return this.#stored.save(this.#hosted, this.#cursor.seen, this.#hosted.erasing);
   }
 
   /**
@@ -464,18 +459,14 @@ export class ThreadSlot {
    * eraser purges the thread's streams (eraser.ts) and the chart moves on to `deleted`.
    */
   async #erase(): Promise<void> {
-    this.#erasing = true;
     await this.#hosted.dropJobs();
     // Its nodes are gone with it: a new thread of the same id starts with nothing refused.
     this.#ctx.refusals.forget(this.thread);
     this.#snapshots.forget();
     await this.#save();
-    // The delete's sequence: from its effect, or a reloaded tombstone's (it is the core's seq).
-    const deletedAt = this.#hosted.erasedAt ?? this.#hosted.state().seq;
-    await eraseThread(this.#tools, this.#cursor.seen, deletedAt);
+    // The delete's sequence: the tombstone's core keeps it, applied now or reloaded.
+    await eraseThread(this.#tools, this.#cursor.seen, this.#hosted.state().seq);
     this.#snapshots.revision = 0;
-    this.#erasing = false;
-    this.#hosted.erasedAt = undefined;
     this.#hosted.send({ type: "erase.done" });
   }
 
