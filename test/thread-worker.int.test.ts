@@ -226,6 +226,19 @@ describe("thread worker", () => {
       async () => (await countOn(h, h.names.chatStream, h.s.threadChat("gone"))) === 0,
     );
     expect(await readSnapshot(h, "gone")).toBeNull();
+
+    // A second thread.deleted is a duplicate: counted, neither dead-lettered nor erased again.
+    await publishRaw(
+      h,
+      h.s.threadDeleted("gone"),
+      new TextEncoder().encode(JSON.stringify({ thread: "gone", at: "2026-02-02T00:00:00Z" })),
+    );
+    await waitFor(
+      "the second thread.deleted to be counted a duplicate",
+      () => worker.metrics.get(METRIC.duplicates, { why: "deleted" }) === 1,
+    );
+    expect(worker.metrics.get(METRIC.events, { kind: "deleted" })).toBe(1);
+    expect((await h.jsm.streams.info(h.names.deadStream)).state.messages).toBe(1);
   });
 
   it("thread.deleted erases the thread's dead letters; a later event's, another thread's and one naming no thread stay", async () => {
