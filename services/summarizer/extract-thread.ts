@@ -12,6 +12,7 @@ if (!port) throw new Error("extract-thread.ts runs as a worker thread of the sum
 
 // The digests of the nodes this thread made whose parent is not built yet: every node of a
 // conversation is made here (the pool sends them all to one thread), so they never cross back.
+// A digest missing here is read from the child's line in the merge: the same digest.
 const digests = new DigestCache();
 
 /** The task's line; a task naming its node keeps its digest here, and a merge takes its children's. */

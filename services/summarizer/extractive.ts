@@ -16,8 +16,8 @@ import { noUsage, type UsageTotals } from "./usage.ts";
 export { extractLeaf } from "./extract/leaf.ts";
 
 /**
- * Two adjacent lines in one, chosen from what they cover when their digests are given (the
- * summarizer holds them for the nodes it built), else from the lines' own sentences.
+ * Two adjacent lines in one, chosen from their clauses (their digests: given when held, else read
+ * from the lines, the same either way).
  */
 export function extractMerge(
   left: ContextLine,
@@ -38,14 +38,19 @@ export function extractMerge(
 export interface ExtractiveOptions {
   /** Worker threads that do the work off the event loop; none (on the event loop) when absent. */
   pool?: ExtractPool;
-  /** Bytes of digests held for nodes whose parent is not built yet (64 MiB by default). */
+  /**
+   * Bytes of digests held for nodes whose parent is not built yet (64 MiB by default): how much
+   * reading lines again it saves, never what a line says.
+   */
   digestBytes?: number;
 }
 
 /**
  * The offline default: deterministic, no network, no model. A leaf keeps who said it, the
- * opening and the exact tokens; a merge chooses among the sentences its two nodes cover (their
- * digests), weighing rare terms, names, numbers, ids and dates, requests, decisions and outcomes.
+ * opening and the exact tokens; a merge chooses among the clauses of its two children's lines,
+ * weighing rare terms, names, numbers, ids and dates, requests, decisions and outcomes. A node's
+ * line is a pure function of the messages it covers and the settings: what this process holds
+ * (digests, threads, their number) only makes it sooner.
  */
 export class ExtractiveSummarizer implements Summarizer {
   readonly name = "extractive";
@@ -77,8 +82,8 @@ export class ExtractiveSummarizer implements Summarizer {
   }
 
   /**
-   * On the pool, whose thread keeps the node's digest; on the event loop (digests kept here)
-   * without one, or from the first time its threads cannot start.
+   * On the pool, whose thread keeps the node's digest for its parent's merge; on the event loop
+   * (digests kept here) without one, or from the first time its threads cannot start.
    */
   async summarize(job: SummaryJob, signal?: AbortSignal): Promise<SummaryResult> {
     if (this.#pool && !this.#inline) {

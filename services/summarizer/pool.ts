@@ -8,7 +8,8 @@ import type { ExtractResult, ExtractTask } from "./extract/work.ts";
 
 /**
  * The node a task builds: its thread keeps the digest of what it made under this key, and a
- * merge takes its children's from there, so digests never cross between threads (cloning them
+ * merge takes its children's from there (a digest is read from a line: held, it spares the
+ * merge that reading; it never changes a line), so digests never cross between threads (cloning them
  * each way was most of what a hand-over cost the event loop, bench e2e heavy).
  */
 export interface NodeKey {
@@ -81,7 +82,7 @@ interface Waiting {
   id: number;
   task: ExtractTask;
   node: NodeKey | undefined;
-  /** The thread it must run on (a node's digests are in one thread). */
+  /** The thread it runs on (a conversation's digests are in one thread: -1, any thread). */
   slot: number;
   resolve(result: ExtractAnswer): void;
   reject(err: Error): void;
@@ -119,7 +120,8 @@ function slotOf(thread: string, size: number): number {
  * never holds the event loop that handles the thread worker's events. A task naming a node goes
  * to the thread that holds its conversation's digests (the same one for every node of it); others
  * to any idle thread. A thread that dies fails its tasks (the job retries) and is replaced, its
- * digests lost (merges then read their children's lines). Threads start with the first task,
+ * digests lost (merges then read their children's lines, which gives the same lines: how many
+ * threads there are, and which one holds what, never changes a line). Threads start with the first task,
  * and idle ones do not keep the process alive.
  */
 export class ExtractPool {

@@ -1,21 +1,23 @@
-// A node's digest: the units (sentences, with who said them) most worth keeping from everything
-// the node covers, not only those its line had room for. A merge chooses its line from its two
-// children's digests and hands the best of both on to its parent, so a level-7 line chooses
-// among the best sentences of its 128 messages at the cost of choosing among 32.
+// A node's digest: its line read back as units (each clause of each turn, with who said it and
+// what it weighs) and the terms its turns say most. A merge chooses its line from its two
+// children's digests. A digest is a pure function of the line and the node's name, never of
+// what a process remembers: so a node's line is a pure function of the messages it covers and
+// the settings, the same after a restart, on another instance, in a replay and on any number of
+// summarizer threads (docs/summarizers.md, "Deterministic"). Caches (the summarizer's held
+// digests, the memo of weighed clauses below) only make it sooner.
 import { cutToBytes, utf8Bytes } from "../../../shared/bytes.ts";
 import { ELLIPSIS_BYTES, shorten, trimEndMarks } from "./compose.ts";
-import { findEntities, type Entity } from "./entities.ts";
 import { lineIdeas } from "./segment.ts";
-import { clauseSpans, countedTerms, makeUnit, type Unit } from "./units.ts";
+import { clauseSpans, makeUnit, type Unit } from "./units.ts";
 
 export interface Digest {
-  /** The line the digest was made with: a merge uses a digest only for the line it names. */
+  /** The line the digest was read from: a merge uses a digest only for the line it names. */
   line: string;
   units: Unit[];
   /**
-   * The terms said in most of the messages the node covers, with in how many (the most
-   * frequent COMMON_TERMS): a term the whole stretch keeps saying tells little about any one
-   * sentence, one said once tells a lot.
+   * The terms said in most of the turns of the line (each turn stands for a message it
+   * covers), with in how many (the most frequent COMMON_TERMS): a term the whole stretch keeps
+   * saying tells little about any one sentence, one said once tells a lot.
    */
   common: TermCounts;
 }
@@ -29,13 +31,10 @@ export interface TermCounts {
 /** Terms a digest counts: enough to know a stretch's usual words, few enough to merge fast. */
 export const COMMON_TERMS = 48;
 
-/** Units a digest keeps: enough runners-up for the parent, few enough to stay cheap. */
-export const DIGEST_UNITS = 16;
-/** A unit is at most this long: a longer sentence keeps its weightiest clauses. */
-export const UNIT_BYTES = 280;
-/** A long message is read for units up to this many sentences from its start and end. */
-const HEAD_SENTENCES = 48;
-const TAIL_SENTENCES = 16;
+/** Units a digest keeps, at most (a line seldom has more clauses). */
+export const DIGEST_UNITS = 32;
+/** A clause read from a line is cut to this many bytes at most (a line's limit may be large). */
+export const UNIT_BYTES = 560;
 
 /**
  * `text` in at most `room` bytes: the run of clauses that carries the most terms, marked `…`
@@ -43,7 +42,15 @@ const TAIL_SENTENCES = 16;
  * clause's bytes and terms are found once; only the chosen run is put together.
  */
 export function tighten(unit: Unit, text: string, room: number): string {
-  return tightenTo(unit, text, room, true);
+  const whole = text === unit.text ? unit.bytes : utf8Bytes(text);
+  if (whole <= room) return text;
+  const key: object = coreOf.get(unit) ?? unit;
+  let clauses = text === unit.text ? clausesOfUnit.get(key) : undefined;
+  if (!clauses) {
+    clauses = readClauses(unit, text, whole === text.length);
+    if (text === unit.text) clausesOfUnit.set(key, clauses);
+  }
+  return bestRun(unit, text, room, clauses);
 }
 
 /** A text's clauses as tighten weighs them: offsets, UTF-8 bytes, terms held (by index). */
@@ -54,17 +61,12 @@ interface Clauses {
 }
 
 // A unit's own text is cut again by every merge up the tree that shows it: its clauses are read
-// once. Units are never changed once made, so the entry holds as long as the unit lives.
-const clausesOfUnit = new WeakMap<Unit, Clauses>();
+// once, kept by the core it was made from (each line's units are new, their cores shared: the
+// same text, terms and weights). Never changed once made, so an entry holds as long as it lives.
+const clausesOfUnit = new WeakMap<object, Clauses>();
 
-function tightenTo(unit: Unit, text: string, room: number, keep: boolean): string {
-  const whole = text === unit.text ? unit.bytes : utf8Bytes(text);
-  if (whole <= room) return text;
-  let clauses = text === unit.text ? clausesOfUnit.get(unit) : undefined;
-  if (!clauses) {
-    clauses = readClauses(unit, text, whole === text.length);
-    if (keep && text === unit.text) clausesOfUnit.set(unit, clauses);
-  }
+/** The run of `clauses` of `text` that carries the most of `unit`'s terms in `room` bytes. */
+function bestRun(unit: Unit, text: string, room: number, clauses: Clauses): string {
   const { spans, bytes, held } = clauses;
   const count = bytes.length;
   const mark = ELLIPSIS_BYTES;
@@ -144,11 +146,14 @@ function readClauses(unit: Unit, text: string, ascii: boolean): Clauses {
   return { spans, bytes, held };
 }
 
-/** The most frequent `max` of `counts` (ties by term, so the result does not depend on order). */
+/**
+ * The most frequent `max` of `counts`, most first; of the terms said as often as the last one
+ * kept, those first in code-unit order (a plain sort's), so which are kept does not depend on
+ * the order they were met in. Within a count kept whole, terms stay in the order met: readers
+ * of a TermCounts take it as a set of counts, and sorting every count's terms was most of what
+ * counting cost a merge.
+ */
 function topCounts(counts: Map<string, number>, max: number): TermCounts {
-  // Terms by count, most first, each count's terms in code-unit order (a plain sort's, as `<`
-  // compares): the order a sort of every entry by count, then term, gives. Only the counts that
-  // make the cut are sorted, and most terms share a count.
   const byCount = new Map<number, string[]>();
   for (const [term, count] of counts) {
     const terms = byCount.get(count);
@@ -160,7 +165,9 @@ function topCounts(counts: Map<string, number>, max: number): TermCounts {
   const kept: number[] = [];
   for (const count of order) {
     if (terms.length >= max) break;
-    const group = (byCount.get(count) as string[]).sort();
+    let group = byCount.get(count) as string[];
+    // Only a count that does not fit whole is chosen among: by term.
+    if (terms.length + group.length > max) group = group.sort();
     for (let i = 0; i < group.length && terms.length < max; i++) {
       terms.push(group[i] as string);
       kept.push(count);
@@ -177,57 +184,9 @@ export function addCounts(a: TermCounts, b: TermCounts): TermCounts {
   return topCounts(sum, COMMON_TERMS);
 }
 
-/** Counts where each group of units is one message: a term counts once per group. */
-function countsOf(groups: readonly (readonly Unit[])[]): TermCounts {
-  const counts = new Map<string, number>();
-  for (const units of groups) {
-    const said = new Set<string>();
-    for (const unit of units) for (const term of unit.terms) said.add(term);
-    for (const term of said) counts.set(term, (counts.get(term) ?? 0) + 1);
-  }
-  return topCounts(counts, COMMON_TERMS);
-}
-
 /**
- * A message's digest from its sentences (and the exact tokens found in it): its weightiest units
- * (at most DIGEST_UNITS) in the order said.
- */
-export function messageDigest(
-  line: string,
-  who: string,
-  at: number,
-  said: readonly string[],
-  found: readonly Entity[],
-): Digest {
-  const sentences =
-    said.length > HEAD_SENTENCES + TAIL_SENTENCES
-      ? [...said.slice(0, HEAD_SENTENCES), ...said.slice(-TAIL_SENTENCES)]
-      : said;
-  const units: Unit[] = [];
-  const seen = new Set<string>();
-  for (const [nth, sentence] of sentences.entries()) {
-    // A sentence said twice in one message is one unit.
-    if (seen.has(sentence)) continue;
-    seen.add(sentence);
-    const bytes = utf8Bytes(sentence);
-    if (bytes <= UNIT_BYTES) {
-      // Fits whole (tighten would give it back as it is).
-      if (sentence) units.push(makeUnit(who, at, nth, sentence, found, bytes));
-      continue;
-    }
-    // Cut, and so never the sentence itself: its terms are all tighten weighs it by.
-    const { terms, weights } = countedTerms(sentence, bytes, found);
-    const whole = { who, at, nth, text: sentence, bytes, score: 0, cue: 0, terms, weights };
-    const text = tightenTo(whole, sentence, UNIT_BYTES, false);
-    if (text) units.push(makeUnit(who, at, nth, text, found));
-  }
-  return { line, units: keepBest(units, DIGEST_UNITS), common: countsOf([units]) };
-}
-
-/**
- * What a unit is worth keeping for a parent: its score per byte it would take in a line (with a
- * head's and a separator's share), as a merge weighs it; a long sentence of many ordinary words
- * does not push out a short one that decides something.
+ * What a unit is worth keeping: its score per byte it would take in a line (with a head's and a
+ * separator's share), as a merge weighs it.
  */
 function worth(unit: Unit): number {
   return unit.score / (unit.bytes + 48);
@@ -251,71 +210,150 @@ function speakerOf(head: string): string {
 }
 
 /**
- * A digest read back from a line alone, for a node whose digest this process does not hold (a
- * free node, or one built before a restart): each clause of each turn is a unit, its position
- * estimated from where the turn stands in the line. An `(also: …)` list is dropped.
+ * A node's digest, read from its line alone: each clause of each turn is a unit, its position
+ * estimated from where the turn stands in the line. An `(also: …)` list is dropped. A pure
+ * function of the line and its name: the same in every process and thread, whatever any cache
+ * holds. `known`: digests whose units may stand in the line (its children's, for a merged
+ * line): a clause that is one of theirs is not weighed again.
  */
-export function lineDigest(line: string, id: number, n: number): Digest {
+export function lineDigest(
+  line: string,
+  id: number,
+  n: number,
+  known: readonly Digest[] = [],
+): Digest {
   const { ideas, turns } = lineIdeas(line);
-  const found = findEntities(line);
   const units: Unit[] = [];
   let nth = 0;
   let turn = -1;
+  let who = "";
   for (const idea of ideas) {
     nth = idea.turn === turn ? nth + 1 : 0;
+    if (idea.turn !== turn) who = speakerOf(idea.head);
     turn = idea.turn;
-    const text = idea.sentences.join(" ").trim();
-    if (!text) continue;
+    const said = idea.sentences.join(" ").trim();
+    if (!said) continue;
     const at = id + Math.floor((idea.turn * n) / Math.max(1, turns));
-    // Counted once: a text that fits is what cutToBytes gives back, and makeUnit needs its bytes.
-    const bytes = utf8Bytes(text);
-    const who = speakerOf(idea.head);
-    units.push(
-      bytes <= UNIT_BYTES * 2
-        ? makeUnit(who, at, nth, text, found, bytes)
-        : makeUnit(who, at, nth, cutToBytes(text, UNIT_BYTES * 2), found),
-    );
+    const core = (nth === 0 ? openings : others).get(said, known);
+    const unit: Unit = {
+      who,
+      at,
+      nth,
+      text: core.text,
+      bytes: core.bytes,
+      score: core.score,
+      cue: core.cue,
+      terms: core.terms,
+      weights: core.weights,
+    };
+    coreOf.set(unit, core);
+    units.push(unit);
   }
-  // Each turn of a line stands for a message it covers.
-  const turnsOf = new Map<number, Unit[]>();
-  for (const unit of units) {
-    const turn = turnsOf.get(unit.at);
-    if (turn) turn.push(unit);
-    else turnsOf.set(unit.at, [unit]);
-  }
-  return {
-    line,
-    units: keepBest(units, DIGEST_UNITS * 2),
-    common: countsOf([...turnsOf.values()]),
-  };
+  return { line, units: keepBest(units, DIGEST_UNITS), common: turnCounts(units) };
 }
 
 /**
- * The parent's digest: every unit its line shows, then the best of the rest, at least a quarter
- * from each half while it has them; in the order said.
+ * The terms of a line's units, counted where each turn stands for a message it covers: its units (in the order
+ * said, so by position) grouped by their estimated position, a term counted once per group.
  */
-export function parentUnits(left: Unit[], right: Unit[], shown: ReadonlySet<Unit>): Unit[] {
-  const pool = [...left, ...right];
-  if (pool.length <= DIGEST_UNITS) return pool;
-  const keep = new Set<Unit>([...shown].slice(0, DIGEST_UNITS));
-  const floor = Math.floor(DIGEST_UNITS / 4);
-  for (const half of [left, right]) {
-    const ranked = half
-      .filter((u) => !keep.has(u))
-      .sort((a, b) => worth(b) - worth(a) || a.at - b.at || a.nth - b.nth);
-    let have = half.filter((u) => keep.has(u)).length;
-    for (const unit of ranked) {
-      if (have >= floor || keep.size >= DIGEST_UNITS) break;
-      keep.add(unit);
-      have++;
+function turnCounts(units: readonly Unit[]): TermCounts {
+  const counts = new Map<string, number>();
+  const last = new Map<string, number>();
+  let group = 0;
+  let at = Number.NaN;
+  for (const unit of units) {
+    if (unit.at !== at) {
+      group++;
+      at = unit.at;
+    }
+    for (const term of unit.terms) {
+      if (last.get(term) === group) continue;
+      last.set(term, group);
+      counts.set(term, (counts.get(term) ?? 0) + 1);
     }
   }
-  const rest = pool
-    .filter((u) => !keep.has(u))
-    .sort((a, b) => worth(b) - worth(a) || a.at - b.at || a.nth - b.nth);
-  for (const unit of rest) {
-    if (keep.size >= DIGEST_UNITS) break;
-    keep.add(unit);
+  return topCounts(counts, COMMON_TERMS);
+}
+
+/**
+ * What a clause's text alone decides, as makeUnit weighs it (as an opening or not, which scores
+ * a little more): its text (cut when too long), bytes, terms, cue and score.
+ */
+interface UnitCore extends Pick<Unit, "text" | "bytes" | "score" | "cue" | "terms" | "weights"> {
+  /** The clause as read from the line, before any cut: the key it is known by. */
+  said: string;
+  opening: boolean;
+}
+
+function weigh(said: string, opening: boolean): UnitCore {
+  const bytes = utf8Bytes(said);
+  const nth = opening ? 0 : 1;
+  const unit =
+    bytes <= UNIT_BYTES
+      ? makeUnit("", 0, nth, said, undefined, bytes)
+      : makeUnit("", 0, nth, cutToBytes(said, UNIT_BYTES));
+  const { text, score, cue, terms, weights } = unit;
+  return { said, opening, text, bytes: unit.bytes, score, cue, terms, weights };
+}
+
+/** The core each unit lineDigest made was made from. */
+const coreOf = new WeakMap<Unit, UnitCore>();
+
+/** The core `digests` made a unit of `said` from, as an opening or not; undefined if none. */
+function knownCore(
+  digests: readonly Digest[],
+  said: string,
+  opening: boolean,
+): UnitCore | undefined {
+  for (const digest of digests) {
+    for (const unit of digest.units) {
+      const core = coreOf.get(unit);
+      if (core && core.said === said && core.opening === opening) return core;
+    }
   }
-  return pool.filter((u) => keep.has(u));
+  return undefined;
+}
+
+/**
+ * Clauses already weighed, by text, openings and others apart. Each entry is a pure function of
+ * its key, so what the memo holds never changes a digest, only how soon it is made. Two
+ * generations: the younger fills up to MEMO_ENTRIES, then becomes the older one.
+ */
+const MEMO_ENTRIES = 1 << 14;
+
+class Memo {
+  #young = new Map<string, UnitCore>();
+  #old = new Map<string, UnitCore>();
+
+  constructor(readonly opening: boolean) {}
+
+  /** The core of `said`: held, one of `known`'s, or weighed now (then held). */
+  get(said: string, known: readonly Digest[]): UnitCore {
+    let core = this.#young.get(said);
+    if (core) return core;
+    core =
+      this.#old.get(said) ??
+      (known.length > 0 ? knownCore(known, said, this.opening) : undefined) ??
+      weigh(said, this.opening);
+    if (this.#young.size >= MEMO_ENTRIES) {
+      this.#old = this.#young;
+      this.#young = new Map();
+    }
+    this.#young.set(said, core);
+    return core;
+  }
+
+  clear(): void {
+    this.#young = new Map();
+    this.#old = new Map();
+  }
+}
+
+const openings = new Memo(true);
+const others = new Memo(false);
+
+/** Empties the memo of weighed clauses (benchmarks and tests: a process that just started). */
+export function forgetWeighed(): void {
+  openings.clear();
+  others.clear();
 }

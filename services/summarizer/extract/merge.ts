@@ -1,7 +1,7 @@
-// A merged line chosen from the units its two children cover: the best unit of each half first
-// (both halves are always there), then, greedily, the unit that adds the most weight not yet in
-// the line per byte it costs, so a second sentence about the same thing loses to one about
-// something new. Terms most of the pool shares (the thread's topic) count less than rare ones.
+// A merged line chosen from the units of its two children's lines (their digests, digest.ts):
+// the best unit of each half first (both halves are always there), then, greedily, the unit
+// that adds the most weight not yet in the line per byte it costs, so a second sentence about
+// the same thing loses to one about something new. Terms most of the pool shares (the thread's topic) count less than rare ones.
 // Units are shown in the order said, each speaker's run under one head, turns joined by ` / `.
 import { cutToBytes, utf8Bytes } from "../../../shared/bytes.ts";
 import { tighten } from "./digest.ts";
@@ -87,13 +87,13 @@ function render(
   return { text: out, bytes };
 }
 
-/** The merged line of at most `limit` bytes, and the units it shows. */
+/** The merged line of at most `limit` bytes. */
 export function composeMerge(
   left: readonly Unit[],
   right: readonly Unit[],
   limit: number,
   common: TermCounts = { terms: [], counts: [] },
-): { text: string; shown: Set<Unit> } {
+): { text: string } {
   // The same words by the same speaker (a line read back twice, a repeated message) once.
   const seen = new SpeakerTexts([...left, ...right]);
   const pool: Unit[] = [];
@@ -237,7 +237,7 @@ export function composeMerge(
   }
   // `take` keeps only a text that fits: counted already, no second count.
   const line = textBytes <= limit ? text : cutToBytes(text, limit);
-  return { text: line, shown: new Set(picks.map((p) => p.unit)) };
+  return { text: line };
 }
 
 /**
