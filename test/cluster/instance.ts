@@ -8,6 +8,7 @@ import { clusterBucket } from "../../services/cluster/bucket.ts";
 import type { ClusterAnswer } from "../../services/cluster/view.ts";
 import { partitionMappings } from "../../services/cluster/server-config.ts";
 import { namesToEnv, type InfraNames } from "../../services/config/names.ts";
+import type { Message } from "../../shared/events.ts";
 import type { CoreSettings } from "../../shared/settings.ts";
 import { startOwnNats, type FaultScope, type OwnNats } from "../faults/support.ts";
 import { ServiceProcess, START_DEADLINE_MS } from "../support/service-process.ts";
@@ -120,12 +121,20 @@ export async function mappedNats(
 /** How long a platform keeps trying one message through a failover. */
 const PUBLISH_PATIENCE_MS = 60_000;
 
+/** Message `i` of `thread`, as a test's platform writes it (chatMessage by default). */
+export type MessageMaker = (thread: string, i: number) => Message;
+
 /**
  * Publishes message `i` of `thread` as a platform does through a failover: retried with the same
  * msgID until stored, then recorded in the harness's log with its CHAT sequence.
  */
-export async function publish(h: Harness, thread: string, i: number): Promise<void> {
-  const m = chatMessage(thread, i);
+export async function publish(
+  h: Harness,
+  thread: string,
+  i: number,
+  make: MessageMaker = chatMessage,
+): Promise<void> {
+  const m = make(thread, i);
   // A stream whose leader was killed answers "no responders" at once until one is elected: a
   // reviewer's run saw that last over 12 s (60 tries) on a loaded machine.
   const until = Date.now() + PUBLISH_PATIENCE_MS;
@@ -152,10 +161,11 @@ export async function publishRange(
   threads: readonly string[],
   from: number,
   to: number,
+  make: MessageMaker = chatMessage,
 ): Promise<void> {
   await Promise.all(
     threads.map(async (t) => {
-      for (let i = from; i < to; i++) await publish(h, t, i);
+      for (let i = from; i < to; i++) await publish(h, t, i, make);
     }),
   );
 }
