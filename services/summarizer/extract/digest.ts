@@ -44,7 +44,7 @@ export const UNIT_BYTES = 560;
 export function tighten(unit: Unit, text: string, room: number): string {
   const whole = text === unit.text ? unit.bytes : utf8Bytes(text);
   if (whole <= room) return text;
-  const key: object = coreOf.get(unit) ?? unit;
+  const key: object = coreOf(unit) ?? unit;
   let clauses = text === unit.text ? clausesOfUnit.get(key) : undefined;
   if (!clauses) {
     clauses = readClauses(unit, text, whole === text.length);
@@ -235,7 +235,7 @@ export function lineDigest(
     if (!said) continue;
     const at = id + Math.floor((idea.turn * n) / Math.max(1, turns));
     const core = (nth === 0 ? openings : others).get(said, known);
-    const unit: Unit = {
+    const unit: LineUnit = {
       who,
       at,
       nth,
@@ -245,16 +245,17 @@ export function lineDigest(
       cue: core.cue,
       terms: core.terms,
       weights: core.weights,
+      core,
     };
-    coreOf.set(unit, core);
     units.push(unit);
   }
   return { line, units: keepBest(units, DIGEST_UNITS), common: turnCounts(units) };
 }
 
 /**
- * The terms of a line's units, counted where each turn stands for a message it covers: its units (in the order
- * said, so by position) grouped by their estimated position, a term counted once per group.
+ * The terms of a line's units, counted where each turn stands for a message it covers: its
+ * units (in the order said, so by position) grouped by their estimated position, a term counted
+ * once per group.
  */
 function turnCounts(units: readonly Unit[]): TermCounts {
   const counts = new Map<string, number>();
@@ -296,8 +297,15 @@ function weigh(said: string, opening: boolean): UnitCore {
   return { said, opening, text, bytes: unit.bytes, score, cue, terms, weights };
 }
 
-/** The core each unit lineDigest made was made from. */
-const coreOf = new WeakMap<Unit, UnitCore>();
+/** A unit lineDigest made, with the core it was made from (its text, terms and weights). */
+interface LineUnit extends Unit {
+  readonly core: UnitCore;
+}
+
+/** The core a unit was made from, when lineDigest made it. */
+function coreOf(unit: Unit): UnitCore | undefined {
+  return (unit as Partial<LineUnit>).core;
+}
 
 /** The core `digests` made a unit of `said` from, as an opening or not; undefined if none. */
 function knownCore(
@@ -307,7 +315,7 @@ function knownCore(
 ): UnitCore | undefined {
   for (const digest of digests) {
     for (const unit of digest.units) {
-      const core = coreOf.get(unit);
+      const core = coreOf(unit);
       if (core && core.said === said && core.opening === opening) return core;
     }
   }

@@ -87,6 +87,14 @@ function render(
   return { text: out, bytes };
 }
 
+/** `1 + ln(max(1, n))`, what a term said in n covered messages is divided by; small n kept. */
+const DAMPING = new Float64Array(1024);
+function damping(n: number): number {
+  const at = Math.max(1, n);
+  if (at >= DAMPING.length || !Number.isInteger(at)) return 1 + Math.log(at);
+  return (DAMPING[at] ||= 1 + Math.log(at));
+}
+
 /** The merged line of at most `limit` bytes. */
 export function composeMerge(
   left: readonly Unit[],
@@ -113,11 +121,14 @@ export function composeMerge(
   );
   // Per unit, once: what each term is worth here, and what the unit costs whole.
   const worth = pool.map((unit) =>
-    unit.terms.map(
-      (term, i) => (unit.weights[i] as number) / (1 + Math.log(Math.max(1, said.get(term) ?? 1))),
-    ),
+    unit.terms.map((term, i) => (unit.weights[i] as number) / damping(said.get(term) ?? 1)),
   );
-  const cost = pool.map((unit) => unit.bytes + utf8Bytes(unit.who) + OVERHEAD);
+  const whoBytes = new Map<string, number>();
+  const cost = pool.map((unit) => {
+    let bytes = whoBytes.get(unit.who);
+    if (bytes === undefined) whoBytes.set(unit.who, (bytes = utf8Bytes(unit.who)));
+    return unit.bytes + bytes + OVERHEAD;
+  });
   const covered = new Set<string>();
 
   /** What unit `at` adds to the line (cut to `text` when given). */
