@@ -22,6 +22,11 @@ const MIN_ROOM = 32;
 const MAX_CUTS = 3;
 /** How much a cue (a request, decision, outcome, plan) raises what a unit's terms are worth. */
 const CUE_FACTOR = 0.5;
+/**
+ * What a question that asks for nothing is worth against a statement: "Have you been to
+ * Italy?" names what the reply says, and the reply holds the fact (a request counts whole).
+ */
+const QUESTION = 0.5;
 interface Pick {
   /** Index in the pool (the order said). */
   at: number;
@@ -148,9 +153,10 @@ export function composeMerge(
     }
     const cue = lower !== undefined && text !== unit.text ? unit.cue / 2 : unit.cue;
     return (
-      Math.min(sum, 12) * (1 + CUE_FACTOR * cue) +
-      (sum > 0 ? cue : cue / 4) +
-      (unit.nth === 0 ? 0.25 : 0)
+      (Math.min(sum, 12) * (1 + CUE_FACTOR * cue) +
+        (sum > 0 ? cue : cue / 4) +
+        (unit.nth === 0 ? 0.25 : 0)) *
+      (unit.cue === 0 && unit.text.endsWith("?") ? QUESTION : 1)
     );
   };
   const density = (at: number): number => gainOf(at) / (cost[at] as number);
