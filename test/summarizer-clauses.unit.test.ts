@@ -57,6 +57,14 @@ describe("a unit's cue", () => {
     expect(cueOf("Can you book the flight to Porto?")).toBe(1.5);
     expect(cueOf("My favorite spot is La Jolla Cove.")).toBe(1.5);
   });
+
+  it("counts what the speaker did and when, not a time alone", () => {
+    expect(cueOf("For my mom's birthday last Friday we made macarons.")).toBe(2);
+    expect(cueOf("Today I had a very interesting economics class.")).toBe(2);
+    expect(cueOf("The standup ran long this morning.")).toBe(0);
+    expect(cueOf("Maybe we look at it again on Friday.")).toBe(0);
+    expect(cueOf("What did you do today?")).toBe(0);
+  });
 });
 
 describe("a curly apostrophe", () => {

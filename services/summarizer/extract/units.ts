@@ -250,10 +250,19 @@ function scanWord(lower: string, i: number): number {
   return -1;
 }
 
+// An event: what the speaker did, or does, and when ("last Friday we made macarons"). Said of
+// the speaker alone ("the standup ran long this morning" is no one's event), and of a time
+// past or present: "again on Friday" is more often a maybe than a plan.
+const WHEN =
+  /\b(?:today|tonight|yesterday|last (?:night|week|weekend|year|month|summer|winter|time)|this (?:morning|afternoon|evening|weekend|year)|(?:last|this) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b/i;
+const FIRST_PERSON = /\b(?:i|we|my|our)\b/i;
+/** An event's cue: a decision's. */
+const EVENT = 2;
+
 export function cueOf(text: string): number {
   // A question's "favourite" or "decided" asks; it states nothing. Only a request counts.
   if (text.endsWith("?")) return REQUEST.test(text) ? 1.5 : 0;
-  let cue = 0;
+  let cue = WHEN.test(text) && FIRST_PERSON.test(text) ? EVENT : 0;
   for (const [pattern, weight] of CUES) {
     if (pattern.test(text)) cue += weight;
     if (cue >= 4) return 4; // the most a cue counts: the rest cannot change it
