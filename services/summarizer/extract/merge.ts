@@ -96,6 +96,33 @@ function render(
   return { text: out, bytes };
 }
 
+/**
+ * The UTF-8 bytes `render` would make of `sorted`, without making the text: a merge measures
+ * each pick it tries and renders only the line it keeps.
+ */
+function measure(sorted: readonly Pick[], limit: number, heads: Heads): number {
+  let bytes = 0;
+  let last = -1;
+  let who: string | undefined;
+  let empty = true;
+  for (const pick of sorted) {
+    if (pick.unit.who !== who) {
+      const headBytes = headIn(heads, pick.unit.who, limit).bytes;
+      const sep = empty ? 0 : 3;
+      bytes += sep + headBytes + pick.bytes;
+      if (pick.text) last = pick.text.charCodeAt(pick.text.length - 1);
+      else if (headBytes > 0 || sep > 0) last = 32;
+      if (sep + headBytes + pick.text.length > 0) empty = false;
+      who = pick.unit.who;
+    } else {
+      bytes += (endsLatinSentence(last) ? 1 : 2) + pick.bytes;
+      empty = false;
+      last = pick.text ? pick.text.charCodeAt(pick.text.length - 1) : 32;
+    }
+  }
+  return bytes;
+}
+
 /** `1 + ln(max(1, n))`, what a term said in n covered messages is divided by; small n kept. */
 const DAMPING = new Float64Array(1024);
 function damping(n: number): number {
@@ -164,7 +191,6 @@ export function composeMerge(
   const picks: Pick[] = [];
   let sorted: Pick[] = [];
   const heads: Heads = new Map();
-  let text = "";
   let textBytes = 0;
   let cuts = 0;
   const take = (at: number, unitText: string): boolean => {
@@ -179,11 +205,10 @@ export function composeMerge(
     let slot = sorted.length;
     while (slot > 0 && (sorted[slot - 1] as Pick).at > at) slot--;
     const trial = [...sorted.slice(0, slot), pick, ...sorted.slice(slot)];
-    const { text: rendered, bytes } = render(trial, limit, heads);
+    const bytes = measure(trial, limit, heads);
     if (bytes > limit) return false;
     picks.push(pick);
     sorted = trial;
-    text = rendered;
     textBytes = bytes;
     const lower = unitText.toLowerCase();
     for (const term of (pool[at] as Unit).terms) if (lower.includes(term)) covered.add(term);
@@ -257,6 +282,7 @@ export function composeMerge(
     if (cut) take(0, cut);
   }
   // `take` keeps only a text that fits: counted already, no second count.
+  const text = render(sorted, limit, heads).text;
   const line = textBytes <= limit ? text : cutToBytes(text, limit);
   return { text: line };
 }
