@@ -255,24 +255,25 @@ export function composeMerge(
   // Then whatever adds the most per byte, until nothing more fits. A unit's gain only falls as
   // the line covers more terms, so a bound from an earlier round is checked before it is trusted.
   const bound = pool.map((_, i) => (out[i] === 1 ? -1 : density(i)));
+  // The units not yet weighed, in a heap: highest bound first, the earlier on a tie (the unit
+  // a scan for the highest would find first).
+  const heap = new UnitHeap(bound);
+  for (let i = 0; i < pool.length; i++) if (out[i] !== 1) heap.push(i);
   for (;;) {
     if (
       limit - textBytes < MIN_ROOM &&
       pool.every((u, i) => out[i] === 1 || u.bytes + 2 > limit - textBytes)
     )
       break;
-    let best = -1;
-    for (let i = 0; i < pool.length; i++)
-      if (out[i] !== 1 && (best < 0 || (bound[i] as number) > (bound[best] as number))) best = i;
+    const best = heap.top();
     if (best < 0 || (bound[best] as number) <= 0) break;
     const now = density(best);
-    let next = 0;
-    for (let i = 0; i < pool.length; i++)
-      if (i !== best && out[i] !== 1) next = Math.max(next, bound[i] as number);
-    if (now < next) {
+    if (now < heap.second()) {
       bound[best] = now;
+      heap.lowerTop();
       continue;
     }
+    heap.pop();
     out[best] = 1;
     if (now > 0) place(best, limit);
   }
@@ -318,4 +319,75 @@ class SpeakerTexts {
 
 function shortFor(unit: Unit, room: number): string {
   return room > 0 ? tighten(unit, unit.text, room) : "";
+}
+
+/** Unit indices by `bound`, highest first, the lower index first on a tie. */
+class UnitHeap {
+  readonly #items: number[] = [];
+
+  constructor(readonly bound: readonly number[]) {}
+
+  #before(a: number, b: number): boolean {
+    const x = this.bound[a] as number;
+    const y = this.bound[b] as number;
+    return x > y || (x === y && a < b);
+  }
+
+  push(at: number): void {
+    const items = this.#items;
+    let i = items.length;
+    items.push(at);
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!this.#before(at, items[parent] as number)) break;
+      items[i] = items[parent] as number;
+      i = parent;
+    }
+    items[i] = at;
+  }
+
+  /** The first, or -1. */
+  top(): number {
+    return this.#items.length > 0 ? (this.#items[0] as number) : -1;
+  }
+
+  /** The highest bound after the first's, and at least 0. */
+  second(): number {
+    const items = this.#items;
+    let next = 0;
+    for (const i of [1, 2])
+      if (i < items.length) next = Math.max(next, this.bound[items[i] as number] as number);
+    return next;
+  }
+
+  pop(): void {
+    const items = this.#items;
+    const last = items.pop() as number;
+    if (items.length > 0) {
+      items[0] = last;
+      this.#down();
+    }
+  }
+
+  /** The first's bound fell: it sinks to its place. */
+  lowerTop(): void {
+    if (this.#items.length > 1) this.#down();
+  }
+
+  #down(): void {
+    const items = this.#items;
+    const at = items[0] as number;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= items.length) break;
+      const r = l + 1;
+      const child =
+        r < items.length && this.#before(items[r] as number, items[l] as number) ? r : l;
+      if (!this.#before(items[child] as number, at)) break;
+      items[i] = items[child] as number;
+      i = child;
+    }
+    items[i] = at;
+  }
 }
