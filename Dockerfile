@@ -31,7 +31,7 @@ COPY package.json ./
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 # The explorer's page is bundled from its sources on the first /ui/ request.
-COPY services/prompt-builder/ui ./services/prompt-builder/ui
+COPY services/explorer/ui ./services/explorer/ui
 # The search service's index (OUTLINE_SEARCH_DB, default .data/search.db): a volume mounted here
 # keeps it across container restarts, owned by the user the services run as.
 RUN mkdir -p /app/.data && chown node:node /app/.data

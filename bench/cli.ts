@@ -10,8 +10,8 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { openAppliedIds } from "../services/cli/applied-ids.ts";
 import { openDeletedThreads } from "../services/cli/deleted-threads.ts";
 import { importLines } from "../services/cli/import.ts";
-import { ensureWorkerBuckets } from "../services/thread-worker/buckets.ts";
-import { claimMessageId } from "../services/thread-worker/id-index.ts";
+import { ensureWorkerBuckets } from "../services/nats/buckets.ts";
+import { claimMessageId } from "../services/nats/id-index.ts";
 import { startBenchServer } from "./support/server.ts";
 import { median } from "./support/timing.ts";
 

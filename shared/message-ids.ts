@@ -1,6 +1,6 @@
 /**
  * "A message id is applied once" for the thread's whole life, not only while the id is in the
- * tail. The worker keeps the index in KV (services/thread-worker/id-index.ts), the replay in
+ * tail. The worker keeps the index in KV (services/nats/id-index.ts), the replay in
  * memory (`claimId`); both answer as below, and the step refuses a message whose claim names an
  * earlier sequence (`firstSeq` on `message.created`).
  */

@@ -6,7 +6,7 @@ import {
   type ActorStatesReply,
   type ActorTransition,
 } from "../services/nats/actor-feed.ts";
-import { actorStates, STATES_QUIET_MS } from "../services/prompt-builder/explorer/actors.ts";
+import { actorStates, STATES_QUIET_MS } from "../services/explorer/actors.ts";
 import { startActorFeed, KEPT_TRANSITIONS } from "../services/thread-worker/actor-feed.ts";
 import { stateName } from "../machines/state-name.ts";
 import { parseSettings } from "../shared/settings.ts";

@@ -8,7 +8,7 @@ import { echoAgent } from "../services/chat/agent.ts";
 import { createChat } from "../services/chat/chat.ts";
 import { formatOutline } from "../services/chat/views.ts";
 import { DEFAULT_NAMES } from "../services/config/names.ts";
-import { ApiError } from "../services/prompt-builder/api-error.ts";
+import { ApiError } from "../services/api/api-error.ts";
 
 function snapshot(fields: Partial<OutlineSnapshot> = {}): OutlineSnapshot {
   return {

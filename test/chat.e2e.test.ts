@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../services/start/processes.ts";
+import { freePort } from "../services/util/processes.ts";
 import { SEARCH_HEADER_LINE } from "../shared/prompt.ts";
 import { BuilderProcess } from "./support/builder-process.ts";
 import { START_DEADLINE_MS } from "./support/service-process.ts";

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { header } from "../services/cli/outline.ts";
-import { decodeChatBody } from "../services/thread-worker/decode.ts";
+import { decodeChatBody } from "../services/nats/decode.ts";
 import type { OutlineSnapshot } from "../shared/snapshot.ts";
 
 const snapshot = (fields: Partial<OutlineSnapshot>): OutlineSnapshot =>

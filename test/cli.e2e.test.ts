@@ -24,9 +24,9 @@ import {
   subjects,
 } from "../services/nats/topology.ts";
 import { startSearchService } from "../services/search/service.ts";
-import { freePort, waitForPort } from "../services/start/processes.ts";
+import { freePort, waitForPort } from "../services/util/processes.ts";
 import { toPersisted } from "../services/thread-worker/actor-store.ts";
-import { ensureWorkerBuckets } from "../services/thread-worker/buckets.ts";
+import { ensureWorkerBuckets } from "../services/nats/buckets.ts";
 import { deleteThread, initialThreadState } from "../shared/thread.ts";
 import { lineHolding } from "../shared/search.ts";
 import { SEARCH_HEADER_LINE } from "../shared/prompt.ts";

@@ -14,7 +14,7 @@ import { ROOT } from "../services/build/build.js";
 import { namesToEnv } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology } from "../services/nats/topology.ts";
-import { freePort } from "../services/start/processes.ts";
+import { freePort } from "../services/util/processes.ts";
 import { makeMessage } from "./support/conversation.ts";
 import { publishMessages, uniqueNames } from "./support/outline-fixture.ts";
 import { ServiceProcess, START_DEADLINE_MS } from "./support/service-process.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { untilStop, type Instance, type StopReason } from "../services/cluster/supervise.ts";
-import type { Exit } from "../services/start/processes.ts";
+import type { Exit } from "../services/util/processes.ts";
 
 // `npm run cluster`: when does the local cluster stop, and what does it say meanwhile.
 function instance(name: string): Instance & { exit(exit: Exit): void } {

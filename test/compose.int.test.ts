@@ -1,7 +1,7 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { findBinary } from "../services/start/processes.ts";
+import { findBinary } from "../services/util/processes.ts";
 
 /**
  * What validates docker-compose.yml without an engine: `docker compose` (v2, the plugin) when

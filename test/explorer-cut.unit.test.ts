@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { cutPlan } from "../services/prompt-builder/explorer/cut-plan.ts";
-import { nextMerge } from "../services/prompt-builder/explorer/thread-view.ts";
+import { cutPlan } from "../services/explorer/cut-plan.ts";
+import { nextMerge } from "../services/explorer/thread-view.ts";
 import { dueScore, mostDuePair } from "../shared/batch.ts";
 import type { OutlineSnapshot } from "../shared/snapshot.ts";
 import { appendMessage, initialThreadState } from "../shared/thread.ts";

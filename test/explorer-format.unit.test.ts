@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { coverage, nextCutText } from "../services/prompt-builder/ui/format.ts";
+import { coverage, nextCutText } from "../services/explorer/ui/format.ts";
 
 describe("the explorer's outline header", () => {
   it("says a thread never cut has no message covered, not 'messages 0–0'", () => {

@@ -4,14 +4,14 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { InfraNames } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology } from "../services/nats/topology.ts";
-import { createExplorer, type Explorer } from "../services/prompt-builder/explorer/explorer.ts";
-import { MAX_STREAMS } from "../services/prompt-builder/explorer/live.ts";
-import type { TailPage, ThreadBody } from "../services/prompt-builder/explorer/types.ts";
+import { createExplorer, type Explorer } from "../services/explorer/explorer.ts";
+import { MAX_STREAMS } from "../services/explorer/live.ts";
+import type { TailPage, ThreadBody } from "../services/explorer/types.ts";
 import { natsHealth } from "../services/prompt-builder/health.ts";
 import { createHttpServer, listen } from "../services/prompt-builder/http.ts";
 import { createMetrics } from "../services/prompt-builder/metrics.ts";
 import { createOperations } from "../services/prompt-builder/operations.ts";
-import { createReader } from "../services/prompt-builder/reader.ts";
+import { createReader } from "../services/nats/reader.ts";
 import { SMALL_SETTINGS } from "./support/prompt-builder-api.ts";
 import {
   chatMessage,

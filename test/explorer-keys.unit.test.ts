@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { HELP_KEYS } from "../services/prompt-builder/ui/help-keys.ts";
+import { HELP_KEYS } from "../services/explorer/ui/help-keys.ts";
 
 /** The keys docs/explorer.md's "Keyboard" table names, each written in backticks. */
 function documentedKeys(): string[] {

@@ -6,9 +6,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { InfraNames } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology } from "../services/nats/topology.ts";
-import { threadLister } from "../services/prompt-builder/explorer/thread-list.ts";
-import type { ThreadPage } from "../services/prompt-builder/explorer/types.ts";
-import { createReader } from "../services/prompt-builder/reader.ts";
+import { threadLister } from "../services/explorer/thread-list.ts";
+import type { ThreadPage } from "../services/explorer/types.ts";
+import { createReader } from "../services/nats/reader.ts";
 import { uniqueNames } from "./support/thread-worker.ts";
 
 // The explorer's thread list against a real bucket: most recently written first, every live

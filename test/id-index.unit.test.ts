@@ -1,12 +1,7 @@
 import fc from "fast-check";
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import {
-  claimMessageId,
-  eraseIdIndex,
-  idIndexFilter,
-  idKey,
-} from "../services/thread-worker/id-index.ts";
+import { claimMessageId, eraseIdIndex, idIndexFilter, idKey } from "../services/nats/id-index.ts";
 import { FakeStream, subjectMatches } from "./support/fake-stream.ts";
 
 const BUCKET = "outline-ids";

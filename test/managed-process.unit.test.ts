@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ManagedProcess } from "../services/start/processes.ts";
+import { ManagedProcess } from "../services/util/processes.ts";
 
 let dir: string;
 beforeEach(() => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MessageCache } from "../services/prompt-builder/message-cache.ts";
+import { MessageCache } from "../services/nats/message-cache.ts";
 
 describe("prompt-builder message cache", () => {
   it("answers a hit only for the same subject and id", () => {

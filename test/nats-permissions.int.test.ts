@@ -20,9 +20,9 @@ import {
   kvStream,
   kvSubject,
   workerBucketNames,
-} from "../services/thread-worker/buckets.ts";
-import { eraseIdIndex, idKey } from "../services/thread-worker/id-index.ts";
-import { createReader } from "../services/prompt-builder/reader.ts";
+} from "../services/nats/buckets.ts";
+import { eraseIdIndex, idKey } from "../services/nats/id-index.ts";
+import { createReader } from "../services/nats/reader.ts";
 import { eraseSubject, purgeBySubjectIsSafe } from "../services/nats/erase.ts";
 import { lettersAfterDelete } from "../services/thread-worker/eraser.ts";
 import { DEFAULT_SETTINGS } from "../shared/settings.ts";

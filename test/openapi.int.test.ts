@@ -23,10 +23,10 @@ import { createMetrics } from "../services/prompt-builder/metrics.ts";
 import { serveNatsApi, statusHeaders, type NatsApi } from "../services/prompt-builder/nats-api.ts";
 import { OPENAPI } from "../services/prompt-builder/openapi.ts";
 import { createOperations } from "../services/prompt-builder/operations.ts";
-import { createReader } from "../services/prompt-builder/reader.ts";
+import { createReader } from "../services/nats/reader.ts";
 import { forwardSearch } from "../services/prompt-builder/search-forward.ts";
 import { startSearchService, type SearchService } from "../services/search/service.ts";
-import { freePort } from "../services/start/processes.ts";
+import { freePort } from "../services/util/processes.ts";
 import { makeMessage } from "./support/conversation.ts";
 import {
   publishMessages,

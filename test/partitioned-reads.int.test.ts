@@ -9,7 +9,7 @@ import type { InfraNames } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { subjects } from "../services/nats/subjects.ts";
 import { ensureTopology } from "../services/nats/topology.ts";
-import { createReader } from "../services/prompt-builder/reader.ts";
+import { createReader } from "../services/nats/reader.ts";
 import { startNatsServer, type LocalNats } from "../services/start/nats-server.ts";
 import { nextThreadEvent } from "../services/thread-worker/chat-reader.ts";
 import { chatMessage, uniqueNames } from "./support/thread-worker.ts";

@@ -6,7 +6,7 @@ import type { Message } from "../shared/events.ts";
 import type { InfraNames } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology, subjects } from "../services/nats/topology.ts";
-import { ApiError } from "../services/prompt-builder/api-error.ts";
+import { ApiError } from "../services/api/api-error.ts";
 import { createOperations, type Operations } from "../services/prompt-builder/operations.ts";
 import {
   createReader,
@@ -14,7 +14,7 @@ import {
   type ReaderOptions,
   type StoredMessage,
   type ThreadReader,
-} from "../services/prompt-builder/reader.ts";
+} from "../services/nats/reader.ts";
 import { makeMessage } from "./support/conversation.ts";
 import {
   publishMessages,

@@ -22,14 +22,14 @@ import type { ThreadState } from "../shared/thread.ts";
 import { NAME_VARIABLES, type InfraNames, type NameKey } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology, subjects } from "../services/nats/topology.ts";
-import { apiToken } from "../services/prompt-builder/access.ts";
+import { apiToken } from "../services/api/access.ts";
 import { natsHealth } from "../services/prompt-builder/health.ts";
 import { createHttpServer, listen } from "../services/prompt-builder/http.ts";
 import { createMetrics } from "../services/prompt-builder/metrics.ts";
 import { createOperations, type Operations } from "../services/prompt-builder/operations.ts";
-import { createReader } from "../services/prompt-builder/reader.ts";
-import { ZOOM_TOOL } from "../services/prompt-builder/tools.ts";
-import { freePort } from "../services/start/processes.ts";
+import { createReader } from "../services/nats/reader.ts";
+import { ZOOM_TOOL } from "../services/api/tools.ts";
+import { freePort } from "../services/util/processes.ts";
 import { makeMessage } from "./support/conversation.ts";
 import {
   publishMessages,

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { OutlineSnapshot } from "../shared/snapshot.ts";
-import { ByteLru } from "../services/prompt-builder/lru.ts";
+import { ByteLru } from "../services/util/lru.ts";
 import { PromptCache } from "../services/prompt-builder/prompt-cache.ts";
-import type { PromptArgs } from "../services/prompt-builder/requests.ts";
+import type { PromptArgs } from "../services/api/requests.ts";
 
 const args: PromptArgs = { thread: "t", agent: "north", from: undefined, format: "openai" };
 const bytes = (text: string) => new TextEncoder().encode(text);

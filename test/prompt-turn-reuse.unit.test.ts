@@ -12,7 +12,7 @@ import type {
   ReadAhead,
   StoredMessage,
   ThreadReader,
-} from "../services/prompt-builder/reader.ts";
+} from "../services/nats/reader.ts";
 
 const encoder = new TextEncoder();
 const stored = (value: unknown, revision: number) => {

@@ -8,7 +8,7 @@ import { natsHealth } from "../services/prompt-builder/health.ts";
 import { createHttpServer, listen } from "../services/prompt-builder/http.ts";
 import { createMetrics } from "../services/prompt-builder/metrics.ts";
 import { createOperations } from "../services/prompt-builder/operations.ts";
-import { createReader } from "../services/prompt-builder/reader.ts";
+import { createReader } from "../services/nats/reader.ts";
 import {
   forwardSearch,
   SEARCH_BEHIND_RETRY_S,

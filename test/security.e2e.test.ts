@@ -24,7 +24,7 @@ import {
 } from "./support/thread-worker.ts";
 import { START_DEADLINE_MS } from "./support/service-process.ts";
 import { workerEnv, type WorkerProcess } from "./support/worker-process.ts";
-import { freePort } from "../services/start/processes.ts";
+import { freePort } from "../services/util/processes.ts";
 
 // The services as deployed with nats/nats-server.conf: each connects as its own user with only
 // its subjects, and does its whole job (topology, consume, summaries, snapshots, metrics, prompts)

@@ -3,10 +3,10 @@ import { describe, expect, it } from "vitest";
 import type { Message } from "../shared/events.ts";
 import type { OpenAIMessage } from "../shared/prompt.ts";
 import type { OutlineSnapshot } from "../shared/snapshot.ts";
-import { ApiError } from "../services/prompt-builder/api-error.ts";
+import { ApiError } from "../services/api/api-error.ts";
 import { createOperations, type PromptReply } from "../services/prompt-builder/operations.ts";
 import { BLOCKS_PER_RUN } from "../services/prompt-builder/prompt-turns.ts";
-import type { StoredMessage, ThreadReader } from "../services/prompt-builder/reader.ts";
+import type { StoredMessage, ThreadReader } from "../services/nats/reader.ts";
 
 const encoder = new TextEncoder();
 

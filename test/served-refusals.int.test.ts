@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { ApiError } from "../services/prompt-builder/api-error.ts";
-import { threadViews } from "../services/prompt-builder/explorer/thread-view.ts";
+import { ApiError } from "../services/api/api-error.ts";
+import { threadViews } from "../services/explorer/thread-view.ts";
 import { createOperations, type Operations } from "../services/prompt-builder/operations.ts";
-import { createReader } from "../services/prompt-builder/reader.ts";
+import { createReader } from "../services/nats/reader.ts";
 import { METRIC } from "../services/thread-worker/metrics.ts";
 import type { Message } from "../shared/events.ts";
 import type { CoreSettings } from "../shared/settings.ts";

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { run as inspect } from "../services/cli/inspect/run.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { MissingNatsServerError, startNatsServer } from "../services/start/nats-server.ts";
-import { freePort, isPortFree } from "../services/start/processes.ts";
+import { freePort, isPortFree } from "../services/util/processes.ts";
 import type { Config } from "../services/config/load.ts";
 import { runStart, type StartControl } from "../services/start/run.ts";
 import { SERVICES } from "../services/start/services.ts";

@@ -1,6 +1,6 @@
 import { Kvm } from "@nats-io/kv";
 import { describe, expect, it } from "vitest";
-import { workerBucketNames } from "../services/thread-worker/buckets.ts";
+import { workerBucketNames } from "../services/nats/buckets.ts";
 import { chatMessage, publishMessage, waitFor, waitSettled } from "./support/thread-worker.ts";
 import { workerScope } from "./support/worker-scope.ts";
 

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_NAMES } from "../services/config/names.ts";
 import { subjects } from "../services/nats/subjects.ts";
-import { decodeChatBody, decodeChatEvent } from "../services/thread-worker/decode.ts";
+import { decodeChatBody, decodeChatEvent } from "../services/nats/decode.ts";
 import { describeIssues, messageCreatedSchema, threadDeletedSchema } from "../shared/events.ts";
 import { invalidUtf8At, utf8Text } from "../shared/bytes.ts";
 import { parseChatEvent } from "../services/cli/replay/read.ts";

@@ -1,7 +1,7 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import { DEAD_LETTER_HEADERS } from "../services/nats/topology.ts";
-import { idKey } from "../services/thread-worker/id-index.ts";
+import { idKey } from "../services/nats/id-index.ts";
 import { METRIC } from "../services/thread-worker/metrics.ts";
 import { workerMetricsSubject } from "../services/thread-worker/metrics-endpoint.ts";
 import type { ThreadWorker, ThreadWorkerOptions } from "../services/thread-worker/worker.ts";

@@ -11,7 +11,7 @@ import {
   type PromptLine,
 } from "../shared/prompt.ts";
 import { pageText, resolveZoom, ZOOM_PAGE } from "../shared/zoom.ts";
-import { ZOOM_TOOL } from "../services/prompt-builder/tools.ts";
+import { ZOOM_TOOL } from "../services/api/tools.ts";
 
 const ref = (id: number, n: number): NodeRef => ({ level: Math.log2(n), index: id / n });
 // Outline 0+8 8+4 12+1, boundary 13, 20 messages in all.

@@ -7,8 +7,8 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { InfraNames } from "../../services/config/names.ts";
 import { connectNats } from "../../services/nats/connect.ts";
-import { ensureWorkerBuckets } from "../../services/thread-worker/buckets.ts";
-import { claimMessageId } from "../../services/thread-worker/id-index.ts";
+import { ensureWorkerBuckets } from "../../services/nats/buckets.ts";
+import { claimMessageId } from "../../services/nats/id-index.ts";
 import type { ApplyJob } from "./applier.ts";
 
 const { url, names } = workerData as { url: string; names: InfraNames };

@@ -12,14 +12,14 @@ import { performance } from "node:perf_hooks";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { clusterBucket } from "../../services/cluster/bucket.ts";
-import { kvStream } from "../../services/thread-worker/buckets.ts";
+import { kvStream } from "../../services/nats/buckets.ts";
 import { clusterView } from "../../services/cluster/view.ts";
 import { startLocalCluster } from "../../services/cluster/local.ts";
 import { DEFAULT_NAMES, namesToEnv, type InfraNames } from "../../services/config/names.ts";
 import { connectNats } from "../../services/nats/connect.ts";
 import { subjects } from "../../services/nats/subjects.ts";
 import { ensureTopology } from "../../services/nats/topology.ts";
-import { freePort } from "../../services/start/processes.ts";
+import { freePort } from "../../services/util/processes.ts";
 import { BenchChild } from "./child.ts";
 import { roundRobin } from "./load.ts";
 

@@ -46,7 +46,7 @@ export const DECLARED = [
   "services/client/http.ts",
   "services/client/nats.ts",
   "services/client/transport.ts",
-  "services/prompt-builder/api-error.ts",
+  "services/api/api-error.ts",
   "shared/api.ts",
 ];
 

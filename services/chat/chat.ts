@@ -6,7 +6,7 @@ import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import type { InfraNames } from "../config/names.ts";
 import { subjects } from "../nats/subjects.ts";
 import type { PromptBuilderClient } from "../cli/ask.ts";
-import { ApiError } from "../prompt-builder/api-error.ts";
+import { ApiError } from "../api/api-error.ts";
 import type { PromptReply } from "../prompt-builder/operations.ts";
 import type { Agent } from "./agent.ts";
 import { formatOutline, formatPrompt, formatStats, formatZoom } from "./views.ts";

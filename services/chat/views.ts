@@ -1,7 +1,7 @@
 import type { OpenAIMessage } from "../../shared/prompt.ts";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import type { PromptReply, ZoomReply } from "../prompt-builder/operations.ts";
-import type { ToolDefinition } from "../prompt-builder/tools.ts";
+import type { ToolDefinition } from "../api/tools.ts";
 
 const HEAD = 160;
 const head = (text: string): string => {

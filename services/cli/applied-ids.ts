@@ -1,8 +1,8 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { openBucketReads } from "./bucket-reads.ts";
 import type { InfraNames } from "../config/names.ts";
-import { kvStream, kvSubject, workerBucketNames } from "../thread-worker/buckets.ts";
-import { claimedSeq, idKey } from "../thread-worker/id-index.ts";
+import { kvStream, kvSubject, workerBucketNames } from "../nats/buckets.ts";
+import { claimedSeq, idKey } from "../nats/id-index.ts";
 
 /** Which message ids the worker has applied, as an import asks it (tests give fakes). */
 export interface AppliedIds {

@@ -1,6 +1,6 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { createClient, type OutlineClient } from "../client/client.ts";
-import { ApiError } from "../prompt-builder/api-error.ts";
+import { ApiError } from "../api/api-error.ts";
 
 /** What chat and demo ask the running prompt-builder for. */
 export type PromptBuilderClient = Pick<OutlineClient, "prompt" | "zoom" | "outline" | "tools">;

@@ -13,7 +13,7 @@ import { DEAD_LETTER_HEADERS } from "../nats/dead-letter.ts";
 import { addConsumerOnLeader } from "../nats/leader-consumer.ts";
 import { subjectCovers } from "../nats/stream-check.ts";
 import { subjects, type Subjects } from "../nats/subjects.ts";
-import { threadArg } from "../prompt-builder/requests.ts";
+import { threadArg } from "../api/requests.ts";
 import { parse, str, UsageError } from "./args.ts";
 import type { Command } from "./command.ts";
 import { withSession } from "./session.ts";

@@ -1,7 +1,7 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { openBucketReads } from "./bucket-reads.ts";
 import type { InfraNames } from "../config/names.ts";
-import { kvStream, kvSubject, workerBucketNames } from "../thread-worker/buckets.ts";
+import { kvStream, kvSubject, workerBucketNames } from "../nats/buckets.ts";
 
 /** What the CLI says of a line or a message for a deleted thread (import and send alike). */
 export const deletedThreadReason = (thread: string): string =>

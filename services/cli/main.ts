@@ -1,5 +1,5 @@
 import { SettingsError } from "../../shared/errors.ts";
-import { ApiError } from "../prompt-builder/api-error.ts";
+import { ApiError } from "../api/api-error.ts";
 import { UsageError } from "./args.ts";
 import type { Output } from "./command.ts";
 import { COMMANDS } from "./commands.ts";

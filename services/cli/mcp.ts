@@ -2,11 +2,11 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { answerError } from "../client/client.ts";
 import { natsTransport } from "../client/nats.ts";
 import type { Operation } from "../client/transport.ts";
-import { ApiError } from "../prompt-builder/api-error.ts";
+import { ApiError } from "../api/api-error.ts";
 import { createMcpServer, type McpBackend } from "../prompt-builder/mcp.ts";
-import { threadArg } from "../prompt-builder/requests.ts";
+import { threadArg } from "../api/requests.ts";
 import { forwardSearch } from "../prompt-builder/search-forward.ts";
-import type { ToolDefinition } from "../prompt-builder/tools.ts";
+import type { ToolDefinition } from "../api/tools.ts";
 import { parse, UsageError } from "./args.ts";
 import type { Command } from "./command.ts";
 import { withSession } from "./session.ts";

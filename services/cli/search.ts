@@ -1,4 +1,4 @@
-import { ApiError } from "../prompt-builder/api-error.ts";
+import { ApiError } from "../api/api-error.ts";
 import { searchOffError } from "../prompt-builder/search-forward.ts";
 import { parse, str } from "./args.ts";
 import type { Command } from "./command.ts";

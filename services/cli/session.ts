@@ -11,9 +11,9 @@ import { connectNats, NatsConnectError, redactUrl } from "../nats/connect.ts";
 import { withServerPartitions } from "../nats/partition-probe.ts";
 import { isTransient } from "../nats/transient.ts";
 import { ENABLE_JETSTREAM, isJetStreamOff } from "../nats/jetstream-off.ts";
-import { ApiError } from "../prompt-builder/api-error.ts";
+import { ApiError } from "../api/api-error.ts";
 import { createOperations } from "../prompt-builder/operations.ts";
-import { createReader, type ThreadReader } from "../prompt-builder/reader.ts";
+import { createReader, type ThreadReader } from "../nats/reader.ts";
 import {
   describeNatsUrlSource as sourceOf,
   natsUrlSource,

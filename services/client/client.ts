@@ -4,7 +4,7 @@
  * (`<apiPrefix>.<op>`), their answers typed, their failures an ApiError with the API's `code` and
  * `status`. Imports nothing at run time: a NATS connection is passed in by the caller.
  */
-import { ApiError } from "../prompt-builder/api-error.ts";
+import { ApiError } from "../api/api-error.ts";
 import { sleep } from "../util/wait.ts";
 import { httpTransport, type HttpOptions } from "./http.ts";
 import { natsTransport, type NatsOptions } from "./nats.ts";

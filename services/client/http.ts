@@ -1,4 +1,4 @@
-import { ApiError } from "../prompt-builder/api-error.ts";
+import { ApiError } from "../api/api-error.ts";
 import { retryAfterSeconds, type Transport } from "./transport.ts";
 
 export interface HttpOptions {

@@ -1,5 +1,5 @@
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ApiError } from "../prompt-builder/api-error.ts";
+import { ApiError } from "../api/api-error.ts";
 import { retryAfterSeconds, type Transport } from "./transport.ts";
 
 export interface NatsOptions {

@@ -9,7 +9,7 @@ import {
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { InfraNames } from "../config/names.ts";
 import { startupStep } from "../nats/startup-step.ts";
-import { kvKeys, kvStream } from "../thread-worker/buckets.ts";
+import { kvKeys, kvStream } from "../nats/buckets.ts";
 
 // The cluster bucket: its layout, each member's heartbeat and each partition's lease.
 
@@ -54,7 +54,7 @@ export async function openClusterBucket(
     log ? { log } : {},
   );
   // Read through the leader (no direct gets): a lagging replica's answer could make a member
-  // that just beat look silent (thread-worker/buckets.ts says more).
+  // that just beat look silent (nats/buckets.ts says more).
   return kvm.open(clusterBucket(names));
 }
 

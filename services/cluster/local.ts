@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import { jetstreamManager, StorageType } from "@nats-io/jetstream";
 import type { InfraNames } from "../config/names.ts";
 import { connectNats } from "../nats/connect.ts";
-import { findBinary, freePort, ManagedProcess, waitForPort } from "../start/processes.ts";
+import { findBinary, freePort, ManagedProcess, waitForPort } from "../util/processes.ts";
 import { clusterNodeConfig, partitionMappings } from "./server-config.ts";
 import { sleep } from "../util/wait.ts";
 

@@ -4,7 +4,7 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { loadSettings } from "../config/load.ts";
 import { removeLocalNatsUrl, writeLocalNatsUrl } from "../config/nats-url.ts";
-import { ManagedProcess } from "../start/processes.ts";
+import { ManagedProcess } from "../util/processes.ts";
 import { startLocalCluster } from "./local.ts";
 import { untilStop } from "./supervise.ts";
 

@@ -12,7 +12,7 @@ import {
 import type { InfraNames } from "../config/names.ts";
 import { wholeSetting, type SettingValues } from "../config/whole-setting.ts";
 import { startupStep } from "../nats/startup-step.ts";
-import { kvStream } from "../thread-worker/buckets.ts";
+import { kvStream } from "../nats/buckets.ts";
 import {
   checkLayout,
   clusterBucket,

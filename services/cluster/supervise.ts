@@ -1,4 +1,4 @@
-import { describeExit, type Exit } from "../start/processes.ts";
+import { describeExit, type Exit } from "../util/processes.ts";
 
 /** What `npm run cluster` watches of an instance it started. */
 export interface Instance {

@@ -10,7 +10,7 @@ import { Kvm, type KV } from "@nats-io/kv";
 import { type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import type { InfraNames } from "../config/names.ts";
 import { isTransient } from "../nats/transient.ts";
-import { ApiError } from "../prompt-builder/api-error.ts";
+import { ApiError } from "../api/api-error.ts";
 import { statusHeaders } from "../prompt-builder/nats-api.ts";
 import { clusterBucket, readCluster } from "./bucket.ts";
 import { DEFAULT_FAILOVER_MS } from "./membership.ts";

@@ -7,7 +7,7 @@ import { loadSettings } from "../config/load.ts";
 import { connectNats, redactUrl } from "../nats/connect.ts";
 import { subjects } from "../nats/subjects.ts";
 import { ensureTopology } from "../nats/topology.ts";
-import { ApiError } from "../prompt-builder/api-error.ts";
+import { ApiError } from "../api/api-error.ts";
 import { promptBuilderClient, requirePromptBuilder, type PromptBuilderClient } from "../cli/ask.ts";
 import { plantedFacts, script } from "./script.ts";
 import { natsUrlSource } from "../config/nats-url.ts";

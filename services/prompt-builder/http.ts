@@ -1,13 +1,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { bearerMatches } from "./access.ts";
-import { ApiError, errorBody } from "./api-error.ts";
-import type { Explorer } from "./explorer/explorer.ts";
+import { bearerMatches } from "../api/access.ts";
+import { ApiError, errorBody } from "../api/api-error.ts";
+import type { Explorer } from "../explorer/explorer.ts";
 import type { Health } from "./health.ts";
 import type { McpHttp } from "./mcp-http.ts";
 import { METRICS_CONTENT_TYPE, type ApiMetrics } from "./metrics.ts";
 import type { Operations } from "./operations.ts";
-import type { RawRequest } from "./requests.ts";
+import type { RawRequest } from "../api/requests.ts";
 import { searchArgs } from "../search/search.ts";
 import { OPENAPI } from "./openapi.ts";
 import type { SearchForward } from "./search-forward.ts";

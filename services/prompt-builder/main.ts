@@ -5,8 +5,8 @@ import { connectNats, redactUrl } from "../nats/connect.ts";
 import { confirmSubscriptions, watchSubscriptions } from "../nats/permission-violations.ts";
 import { ensureTopology } from "../nats/topology.ts";
 import { withServerPartitions } from "../nats/partition-probe.ts";
-import { apiToken } from "./access.ts";
-import { createExplorer } from "./explorer/explorer.ts";
+import { apiToken } from "../api/access.ts";
+import { createExplorer } from "../explorer/explorer.ts";
 import { natsHealth } from "./health.ts";
 import { createHttpServer, listen } from "./http.ts";
 import { operationsBackend } from "./mcp.ts";
@@ -14,10 +14,10 @@ import { createMcpHttp } from "./mcp-http.ts";
 import { createMetrics } from "./metrics.ts";
 import { serveNatsApi } from "./nats-api.ts";
 import { createOperations } from "./operations.ts";
-import { createReader } from "./reader.ts";
+import { createReader } from "../nats/reader.ts";
 import { forwardSearch } from "./search-forward.ts";
 import { natsUrlSource } from "../config/nats-url.ts";
-import { onSupervisorGone } from "../start/lifeline.ts";
+import { onSupervisorGone } from "../util/lifeline.ts";
 
 // Wiring only: settings → NATS → reader → operations → HTTP and NATS transports; drain on signal.
 const log = (line: string) => console.error(line);

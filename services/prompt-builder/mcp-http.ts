@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { ApiError } from "./api-error.ts";
+import { ApiError } from "../api/api-error.ts";
 import { createMcpServer, type McpBackend } from "./mcp.ts";
-import { threadArg } from "./requests.ts";
+import { threadArg } from "../api/requests.ts";
 
 /** JSON-RPC messages are a few arguments; a tool call never comes near this. */
 const MAX_MCP_BODY = 1024 * 1024;

@@ -10,11 +10,11 @@ import {
   type CallToolResult,
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
-import { ApiError, errorBody } from "./api-error.ts";
+import { ApiError, errorBody } from "../api/api-error.ts";
 import type { Operations } from "./operations.ts";
-import type { RawRequest } from "./requests.ts";
+import type { RawRequest } from "../api/requests.ts";
 import type { SearchForward } from "./search-forward.ts";
-import { SEARCH_TOOL, ZOOM_TOOL, type ToolDefinition } from "./tools.ts";
+import { SEARCH_TOOL, ZOOM_TOOL, type ToolDefinition } from "../api/tools.ts";
 
 /** The operations an MCP tool or resource reads: the API's own, by its operation names. */
 export type McpOp = "prompt" | "zoom" | "outline" | "search";

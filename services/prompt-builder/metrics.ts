@@ -1,6 +1,6 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
-import type { NewerReadPath } from "./reader.ts";
+import type { NewerReadPath } from "../nats/reader.ts";
 
 export type Transport = "http" | "nats";
 

@@ -6,10 +6,10 @@ import {
   type NatsConnection,
   type Subscription,
 } from "@nats-io/transport-node";
-import { ApiError, errorBody } from "./api-error.ts";
+import { ApiError, errorBody } from "../api/api-error.ts";
 import type { ApiMetrics } from "./metrics.ts";
 import type { Operations } from "./operations.ts";
-import type { RawRequest } from "./requests.ts";
+import type { RawRequest } from "../api/requests.ts";
 
 /** The operations served over NATS request/reply, each on `<apiPrefix>.<op>`. */
 export const NATS_OPERATIONS = ["prompt", "zoom", "outline", "tools"] as const;

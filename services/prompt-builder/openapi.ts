@@ -1,5 +1,5 @@
 import { THREAD_ID } from "../../shared/events.ts";
-import { SEARCH_TOOL, ZOOM_TOOL } from "./tools.ts";
+import { SEARCH_TOOL, ZOOM_TOOL } from "../api/tools.ts";
 
 /**
  * GET /openapi.json: the HTTP API (SPEC §8) as OpenAPI 3.1. The answers' schemas are the JSON

@@ -4,13 +4,19 @@ import { lineRef, type NodeRef } from "../../shared/names.ts";
 import { buildAnthropicPrompt, buildOpenAIPrompt, type PromptInput } from "../../shared/prompt.ts";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import { pageText, resolveZoom, type Page, type ZoomScope } from "../../shared/zoom.ts";
-import { ApiError, notFound } from "./api-error.ts";
-import { ByteLru } from "./lru.ts";
+import { ApiError, notFound } from "../api/api-error.ts";
+import { ByteLru } from "../util/lru.ts";
 import { PromptCache } from "./prompt-cache.ts";
 import { PromptTurns } from "./prompt-turns.ts";
-import type { ReadAhead, StoredMessage, StoredSnapshot, ThreadReader } from "./reader.ts";
-import { promptArgs, threadArg, zoomArgs, type PromptArgs, type RawRequest } from "./requests.ts";
-import { toolsFor, type ToolDefinition } from "./tools.ts";
+import type { ReadAhead, StoredMessage, StoredSnapshot, ThreadReader } from "../nats/reader.ts";
+import {
+  promptArgs,
+  threadArg,
+  zoomArgs,
+  type PromptArgs,
+  type RawRequest,
+} from "../api/requests.ts";
+import { toolsFor, type ToolDefinition } from "../api/tools.ts";
 
 export type { PromptReply, ZoomLine, ZoomMessage, ZoomReply };
 

@@ -1,8 +1,8 @@
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import { sameBytes } from "../nats/same-bytes.ts";
-import { ByteLru } from "./lru.ts";
-import type { StoredSnapshot } from "./reader.ts";
-import type { PromptArgs } from "./requests.ts";
+import { ByteLru } from "../util/lru.ts";
+import type { StoredSnapshot } from "../nats/reader.ts";
+import type { PromptArgs } from "../api/requests.ts";
 
 /** Bytes of built prompts, and as many of parsed snapshots, kept for the next request (0: none). */
 export const DEFAULT_PROMPT_CACHE_BYTES = 32 * 1024 * 1024;

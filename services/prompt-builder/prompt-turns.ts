@@ -9,10 +9,10 @@ import {
   type RenderedOutline,
 } from "../../shared/prompt.ts";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
-import { snapshotBehind } from "./api-error.ts";
-import { ByteLru } from "./lru.ts";
-import type { StoredMessage } from "./reader.ts";
-import type { PromptFormat } from "./requests.ts";
+import { snapshotBehind } from "../api/api-error.ts";
+import { ByteLru } from "../util/lru.ts";
+import type { StoredMessage } from "../nats/reader.ts";
+import type { PromptFormat } from "../api/requests.ts";
 
 /** Reads a thread's valid messages stored after `after` up to `until` (the reader's). */
 export type ReadAfter = (after: number, until: number, max: number) => Promise<StoredMessage[]>;

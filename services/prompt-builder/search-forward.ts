@@ -1,8 +1,8 @@
 import { RequestError, TimeoutError, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { searchSubject } from "../search/api.ts";
 import { SEARCH_BEHIND_RETRY_S, searchArgs } from "../search/search.ts";
-import { ApiError } from "./api-error.ts";
-import type { RawRequest } from "./requests.ts";
+import { ApiError } from "../api/api-error.ts";
+import type { RawRequest } from "../api/requests.ts";
 
 /** GET /threads/{thread}/search: the answer of a search service, as its JSON bytes. */
 export type SearchForward = (raw: RawRequest) => Promise<Uint8Array>;

@@ -11,7 +11,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { InfraNames } from "../config/names.ts";
 import { readInOrder } from "../nats/ordered-read.ts";
 import { subjects, type Subjects } from "../nats/subjects.ts";
-import { decodeChatEvent } from "../thread-worker/decode.ts";
+import { decodeChatEvent } from "../nats/decode.ts";
 import { SearchStore, StoreMismatch, type IndexEvent, type StreamIdentity } from "./store.ts";
 import { sleep } from "../util/wait.ts";
 

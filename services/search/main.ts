@@ -6,7 +6,7 @@ import { withServerPartitions } from "../nats/partition-probe.ts";
 import { searchSubject } from "./api.ts";
 import { parseSearchConfig } from "./config.ts";
 import { startSearchService } from "./service.ts";
-import { onSupervisorGone } from "../start/lifeline.ts";
+import { onSupervisorGone } from "../util/lifeline.ts";
 
 // Wiring only: settings → NATS → index file → indexer → search → NATS API; drain on signal.
 const log = (line: string) => console.error(line);

@@ -6,9 +6,9 @@ import {
   planQuery,
   snippet,
 } from "../../shared/search.ts";
-import { ApiError, notFound } from "../prompt-builder/api-error.ts";
-import type { ThreadReader } from "../prompt-builder/reader.ts";
-import { beforeArg, limitArg, threadArg, type RawRequest } from "../prompt-builder/requests.ts";
+import { ApiError, notFound } from "../api/api-error.ts";
+import type { ThreadReader } from "../nats/reader.ts";
+import { beforeArg, limitArg, threadArg, type RawRequest } from "../api/requests.ts";
 import type { SearchIndexer } from "./indexer.ts";
 
 /** The search operation (SPEC §8), free of any transport. */

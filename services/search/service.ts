@@ -1,6 +1,6 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { InfraNames } from "../config/names.ts";
-import { createReader } from "../prompt-builder/reader.ts";
+import { createReader } from "../nats/reader.ts";
 import { serveSearchApi, type SearchApi } from "./api.ts";
 import { startIndexer, type IndexerOptions, type SearchIndexer } from "./indexer.ts";
 import { createSearch } from "./search.ts";

@@ -8,7 +8,7 @@ import {
   ManagedProcess,
   waitForPort,
   type Exit,
-} from "./processes.ts";
+} from "../util/processes.ts";
 
 // Beside this module's code, as TypeScript and compiled (the build emits it into dist/).
 const LIFELINE = new URL("./nats-lifeline.js", import.meta.url);

@@ -7,7 +7,13 @@ import { CONFIG_VARIABLE, loadSettings, type Config } from "../config/load.ts";
 import { redactUrl } from "../nats/connect.ts";
 import { acquireFolderLock, FolderBusyError, type FolderLock } from "./folder-lock.ts";
 import { startNatsServer, type LocalNats } from "./nats-server.ts";
-import { describeExit, isPortTaken, ManagedProcess, waitForHttp, type Exit } from "./processes.ts";
+import {
+  describeExit,
+  isPortTaken,
+  ManagedProcess,
+  waitForHttp,
+  type Exit,
+} from "../util/processes.ts";
 import { removeLocalNatsUrl, writeLocalNatsUrl } from "../config/nats-url.ts";
 import { sleep } from "../util/wait.ts";
 import { PARTITIONS_VARIABLE } from "../config/names.ts";

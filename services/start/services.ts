@@ -1,4 +1,4 @@
-import { apiToken } from "../prompt-builder/access.ts";
+import { apiToken } from "../api/access.ts";
 import type { ServiceEntry } from "./run.ts";
 
 /** The services `npm start` runs, in start order; stopped together on Ctrl-C. */

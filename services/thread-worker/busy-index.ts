@@ -2,7 +2,7 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { ThreadState } from "../../shared/thread.ts";
 import { isAtRest } from "../../shared/thread.ts";
-import { kvKeys, kvStream, kvSubject } from "./buckets.ts";
+import { kvKeys, kvStream, kvSubject } from "../nats/buckets.ts";
 
 /**
  * Threads whose stored state has work outstanding (summaries asked, cuts or a batch waiting, free

@@ -1,7 +1,7 @@
 import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";
 import type { InfraNames } from "../config/names.ts";
 import { subjects } from "../nats/subjects.ts";
-import { decodeChatEvent, type DecodedEvent } from "./decode.ts";
+import { decodeChatEvent, type DecodedEvent } from "../nats/decode.ts";
 
 /** A tail message could not be read back from CHAT; says which one and what to do. */
 export class ChatReadError extends Error {

@@ -1,8 +1,8 @@
 import type { JetStreamManager, MsgRequest } from "@nats-io/jetstream";
 import { DEAD_LETTER_HEADERS } from "../nats/dead-letter.ts";
 import { eraseSubject } from "../nats/erase.ts";
-import { kvStream, kvSubject } from "./buckets.ts";
-import { eraseIdIndex } from "./id-index.ts";
+import { kvStream, kvSubject } from "../nats/buckets.ts";
+import { eraseIdIndex } from "../nats/id-index.ts";
 import type { SlotTools } from "./slot-tools.ts";
 
 /**

@@ -1,6 +1,6 @@
 import { claimId, type IdClaim } from "../../shared/message-ids.ts";
 import type { ThreadState } from "../../shared/thread.ts";
-import { claimMessageId } from "./id-index.ts";
+import { claimMessageId } from "../nats/id-index.ts";
 import type { BurstItem } from "./slot-queue.ts";
 import type { SlotTools } from "./slot-tools.ts";
 

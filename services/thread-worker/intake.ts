@@ -1,4 +1,4 @@
-import { decodeChatBody } from "./decode.ts";
+import { decodeChatBody } from "../nats/decode.ts";
 import { nextThreadEvent } from "./chat-reader.ts";
 import { provablyContiguous, type DeliveryEpoch } from "./delivery-ledger.ts";
 import { METRIC } from "./metrics.ts";

@@ -9,7 +9,7 @@ import { workerSettings } from "./settings.ts";
 import { workerMetricsSubject } from "./metrics-endpoint.ts";
 import { startThreadWorker } from "./worker.ts";
 import { natsUrlSource } from "../config/nats-url.ts";
-import { onSupervisorGone } from "../start/lifeline.ts";
+import { onSupervisorGone } from "../util/lifeline.ts";
 
 // Wiring only: settings → NATS → topology → summarizer → worker; drain on SIGTERM/SIGINT.
 const log = consoleLogger();

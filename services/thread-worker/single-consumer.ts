@@ -10,7 +10,7 @@ import { clusterBucket } from "../cluster/bucket.ts";
 import { clusterView } from "../cluster/view.ts";
 import type { InfraNames } from "../config/names.ts";
 import { isTransientAtStart, startupStep } from "../nats/startup-step.ts";
-import { ApiError } from "../prompt-builder/api-error.ts";
+import { ApiError } from "../api/api-error.ts";
 import { notFound } from "./partitions.ts";
 
 /** The worker's consumer is ours to shape only when we create it; an existing one is checked. */

@@ -6,7 +6,7 @@ import { SettingsError } from "../../shared/errors.ts";
 import { clusterBucket, openClusterBucket } from "../cluster/bucket.ts";
 import type { InfraNames } from "../config/names.ts";
 import type { SettingValues } from "../config/whole-setting.ts";
-import { kvKeys } from "./buckets.ts";
+import { kvKeys } from "../nats/buckets.ts";
 import { errorText, type Logger } from "./log.ts";
 
 /** Lets a single-mode worker run beside another on the same stream (docs/scale-out.md). */

@@ -1,7 +1,7 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import type { NodeRef } from "../../shared/names.ts";
 import type { ChatEventKind } from "../nats/subjects.ts";
-import type { DecodedEvent } from "./decode.ts";
+import type { DecodedEvent } from "../nats/decode.ts";
 import type { DeliveryEpoch } from "./delivery-ledger.ts";
 import { METRIC, type MetricRegistry } from "./metrics.ts";
 

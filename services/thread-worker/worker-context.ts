@@ -6,7 +6,7 @@ import type { KvLeaderReader } from "../nats/kv-leader-reader.ts";
 import type { KvWrites } from "../nats/kv-writer.ts";
 import type { Subjects } from "../nats/subjects.ts";
 import type { MeteredSummarizer } from "../summarizer/index.ts";
-import type { WorkerBuckets } from "./buckets.ts";
+import type { WorkerBuckets } from "../nats/buckets.ts";
 import type { BusyIndex } from "./busy-index.ts";
 import type { DeliveryLedger } from "./delivery-ledger.ts";
 import type { HistoryNodes } from "./history-nodes.ts";

@@ -12,8 +12,8 @@ import type { ClusterAnswer } from "../../services/cluster/view.ts";
 import type { InfraNames } from "../../services/config/names.ts";
 import { connectNats } from "../../services/nats/connect.ts";
 import { ensureTopology } from "../../services/nats/topology.ts";
-import { freePort } from "../../services/start/processes.ts";
-import { ensureWorkerBuckets, workerBucketNames } from "../../services/thread-worker/buckets.ts";
+import { freePort } from "../../services/util/processes.ts";
+import { ensureWorkerBuckets, workerBucketNames } from "../../services/nats/buckets.ts";
 import { expectMatchesCleanRun } from "../faults/support.ts";
 import {
   harness,

@@ -7,7 +7,7 @@ import { findBuilt, isSettled as isSettledCore } from "../../shared/thread.ts";
 import { connectNats } from "../../services/nats/connect.ts";
 import { SummarizerError } from "../../services/summarizer/errors.ts";
 import type { PersistedThread } from "../../services/thread-worker/actor-store.ts";
-import { kvStream, kvSubject, workerBucketNames } from "../../services/thread-worker/buckets.ts";
+import { kvStream, kvSubject, workerBucketNames } from "../../services/nats/buckets.ts";
 import type { Logger } from "../../services/thread-worker/log.ts";
 import { METRIC } from "../../services/thread-worker/metrics.ts";
 import { startThreadWorker, type ThreadWorker } from "../../services/thread-worker/worker.ts";

@@ -11,8 +11,8 @@ import {
 import { connectNats } from "../../services/nats/connect.ts";
 import { readInOrder } from "../../services/nats/ordered-read.ts";
 import { subjects } from "../../services/nats/subjects.ts";
-import { ApiError } from "../../services/prompt-builder/api-error.ts";
-import { createReader } from "../../services/prompt-builder/reader.ts";
+import { ApiError } from "../../services/api/api-error.ts";
+import { createReader } from "../../services/nats/reader.ts";
 import { chatMessage, uniqueNames } from "../support/thread-worker.ts";
 
 // Whole reads (replay, search rebuild) and a prompt's read of many newer messages, right after

@@ -9,7 +9,7 @@ import type { InfraNames } from "../../services/config/names.ts";
 import { connectNats } from "../../services/nats/connect.ts";
 import { ensureTopology } from "../../services/nats/topology.ts";
 import { startNatsServer, type LocalNats } from "../../services/start/nats-server.ts";
-import { freePort } from "../../services/start/processes.ts";
+import { freePort } from "../../services/util/processes.ts";
 import {
   expectedSnapshot,
   harness,

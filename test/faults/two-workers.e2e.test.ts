@@ -2,7 +2,7 @@ import { Kvm, type KvWatchEntry } from "@nats-io/kv";
 import { jetstream } from "@nats-io/jetstream";
 import { describe, expect, it } from "vitest";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
-import { workerBucketNames } from "../../services/thread-worker/buckets.ts";
+import { workerBucketNames } from "../../services/nats/buckets.ts";
 import {
   chatMessage,
   publishMessage,

@@ -1,5 +1,5 @@
 import type { InfraNames } from "../../services/config/names.ts";
-import { freePort } from "../../services/start/processes.ts";
+import { freePort } from "../../services/util/processes.ts";
 import type { CoreSettings } from "../../shared/settings.ts";
 import { ServiceProcess, START_DEADLINE_MS } from "./service-process.ts";
 import { workerEnv } from "./worker-process.ts";

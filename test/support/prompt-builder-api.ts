@@ -11,7 +11,7 @@ import {
   type Operations,
   type OperationsOptions,
 } from "../../services/prompt-builder/operations.ts";
-import { createReader, type ReaderOptions } from "../../services/prompt-builder/reader.ts";
+import { createReader, type ReaderOptions } from "../../services/nats/reader.ts";
 
 /** Small settings so a few hundred messages give many cuts and merges (the fixtures' outline). */
 export const SMALL_SETTINGS: CoreSettings = {

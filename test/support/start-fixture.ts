@@ -8,7 +8,7 @@ import { operatorSignals, whenOrphaned } from "../../services/start/signals.ts";
 
 const dir = process.argv[2];
 if (dir === undefined) throw new Error("usage: start-fixture.ts <dir>");
-const lifeline = pathToFileURL(join(import.meta.dirname, "../../services/start/lifeline.ts")).href;
+const lifeline = pathToFileURL(join(import.meta.dirname, "../../services/util/lifeline.ts")).href;
 // A service that drains on SIGTERM and on its lifeline, and says which it was.
 const standIn = (name: string) => `
 import { writeFileSync } from "node:fs";

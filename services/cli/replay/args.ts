@@ -1,5 +1,5 @@
 import { isValidName } from "../../config/names.ts";
-import { threadArg } from "../../prompt-builder/requests.ts";
+import { threadArg } from "../../api/requests.ts";
 import { unknownOption, UsageError } from "../args.ts";
 
 /** What `outline replay` was asked to do. */

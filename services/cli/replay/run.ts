@@ -9,7 +9,7 @@ import { connectNats, redactUrl } from "../../nats/connect.ts";
 import { withServerPartitions } from "../../nats/partition-probe.ts";
 import { subjects } from "../../nats/subjects.ts";
 import { createSummarizer } from "../../summarizer/index.ts";
-import { kvKeys } from "../../thread-worker/buckets.ts";
+import { kvKeys } from "../../nats/buckets.ts";
 import { UsageError } from "../args.ts";
 import { parseReplayArgs, REPLAY_USAGE, type ReplayArgs } from "./args.ts";
 import { compareSnapshots, formatDifference } from "./compare.ts";

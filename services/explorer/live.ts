@@ -2,8 +2,8 @@ import { jetstream } from "@nats-io/jetstream";
 import { KvWatchInclude, Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { ServerResponse } from "node:http";
-import type { InfraNames } from "../../config/names.ts";
-import { ApiError } from "../api-error.ts";
+import type { InfraNames } from "../config/names.ts";
+import { ApiError } from "../api/api-error.ts";
 import type { ActorStates } from "./actors.ts";
 import type { LiveEvent } from "./types.ts";
 

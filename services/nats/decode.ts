@@ -4,7 +4,7 @@ import {
   threadDeletedSchema,
   type Message,
 } from "../../shared/events.ts";
-import type { ChatEventKind, Subjects } from "../nats/subjects.ts";
+import type { ChatEventKind, Subjects } from "./subjects.ts";
 import { invalidUtf8Where, utf8Bytes, utf8Text } from "../../shared/bytes.ts";
 // The replay's direct check of a plain message body (property-tested to answer as the schema).
 import { parseMessage as plainMessage } from "../../shared/validate.ts";

@@ -1,5 +1,5 @@
 // The thread actor: its state now and its last transitions, from the workers' actor feed.
-import type { ActorReport, ActorTransition } from "../explorer/types.ts";
+import type { ActorReport, ActorTransition } from "../types.ts";
 import { ago, clock, num } from "./format.ts";
 
 /** A colour per kind of state: at rest, working, waiting, gone. */

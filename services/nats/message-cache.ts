@@ -1,4 +1,4 @@
-import { ByteLru } from "./lru.ts";
+import { ByteLru } from "../util/lru.ts";
 
 /**
  * Parsed chat messages by CHAT sequence, least recently used first out, bounded by the bytes the

@@ -1,11 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { CoreSettings } from "../../../shared/settings.ts";
-import type { InfraNames } from "../../config/names.ts";
-import { ApiError, notFound } from "../api-error.ts";
-import type { Operations } from "../operations.ts";
-import type { ThreadReader } from "../reader.ts";
-import { beforeArg, limitArg, offsetArg, threadArg, type RawRequest } from "../requests.ts";
+import type { CoreSettings } from "../../shared/settings.ts";
+import type { InfraNames } from "../config/names.ts";
+import { ApiError, notFound } from "../api/api-error.ts";
+import type { Operations } from "../prompt-builder/operations.ts";
+import type { ThreadReader } from "../nats/reader.ts";
+import { beforeArg, limitArg, offsetArg, threadArg, type RawRequest } from "../api/requests.ts";
 import { actorStates } from "./actors.ts";
 import { bundleExplorer, type ExplorerAssets } from "./assets.ts";
 import { liveThreads } from "./live.ts";
@@ -27,7 +27,7 @@ export interface ExplorerOptions {
    * shows a search box. Given the same arguments as GET /threads/{thread}/search.
    */
   search?: ((raw: RawRequest) => Promise<unknown>) | undefined;
-  /** The page's files; default: bundled from services/prompt-builder/ui/ on the first request. */
+  /** The page's files; default: bundled from services/explorer/ui/ on the first request. */
   assets?: () => Promise<ExplorerAssets>;
 }
 
@@ -120,7 +120,7 @@ export function createExplorer(options: ExplorerOptions): Explorer {
       throw new ApiError(
         500,
         "UI_BUILD_FAILED",
-        `the explorer's page could not be built from services/prompt-builder/ui/: ${(err as Error).message}`,
+        `the explorer's page could not be built from services/explorer/ui/: ${(err as Error).message}`,
       );
     }));
 

@@ -1,8 +1,8 @@
 import { hash } from "node:crypto";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { NEW_ID, type IdClaim } from "../../shared/message-ids.ts";
-import { eraseSubject } from "../nats/erase.ts";
-import { isWrongLastSequence, type KvWrites } from "../nats/kv-writer.ts";
+import { eraseSubject } from "./erase.ts";
+import { isWrongLastSequence, type KvWrites } from "./kv-writer.ts";
 import { kvStream, kvSubject } from "./buckets.ts";
 
 /**

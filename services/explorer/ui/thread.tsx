@@ -7,9 +7,9 @@ import type {
   ExplorerConfig,
   LiveEvent,
   ThreadBody,
-} from "../explorer/types.ts";
+} from "../types.ts";
 import { ActorBadge, ActorPanel } from "./actor.tsx";
-import type { ApiError } from "../api-error.ts";
+import type { ApiError } from "../../api/api-error.ts";
 import { getJson, threadPath } from "./api.ts";
 import { ago, bytes, coverage, num, when } from "./format.ts";
 import { useKeys } from "./keys.ts";

@@ -1,5 +1,5 @@
 // Reads the explorer's JSON (/ui/api/). A 401 means the API wants its token: the page asks once.
-import { ApiError, type ErrorBody } from "../api-error.ts";
+import { ApiError, type ErrorBody } from "../../api/api-error.ts";
 
 type AuthListener = () => void;
 const authListeners = new Set<AuthListener>();

@@ -4,7 +4,7 @@
 // only grows at its end.
 import { Fragment } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import type { NextMerge, OutlineSnapshot, Settings } from "../explorer/types.ts";
+import type { NextMerge, OutlineSnapshot, Settings } from "../types.ts";
 import { getJson, threadPath } from "./api.ts";
 import { bytes, num } from "./format.ts";
 

@@ -17,14 +17,11 @@ export interface ExplorerAssets {
 }
 
 /**
- * The page's sources: services/prompt-builder/ui/. From TypeScript this module sits in
- * explorer/; compiled, its code sits in dist/ at the repository's top (services/build/build.js).
+ * The page's sources: services/explorer/ui/. From TypeScript, ui/ is beside this
+ * module; compiled, its code sits in dist/ at the repository's top (services/build/build.js).
  */
 export const UI_SOURCES = fileURLToPath(
-  new URL(
-    import.meta.url.endsWith(".ts") ? "../ui/" : "../services/prompt-builder/ui/",
-    import.meta.url,
-  ),
+  new URL(import.meta.url.endsWith(".ts") ? "./ui/" : "../services/explorer/ui/", import.meta.url),
 );
 
 const TYPES: Record<string, string> = {

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import { bearerMatches } from "../access.ts";
+import { bearerMatches } from "../api/access.ts";
 
 const COOKIE = "outline_ui";
 /** A browser session lasts a working day; then the token is asked for again. */

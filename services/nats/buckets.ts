@@ -1,7 +1,7 @@
 import { StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { InfraNames } from "../config/names.ts";
-import { startupStep } from "../nats/startup-step.ts";
+import { startupStep } from "./startup-step.ts";
 
 /**
  * The worker's own buckets, named after the snapshot bucket so that a test or a second

@@ -1,7 +1,7 @@
 // The tail: the messages still whole, their estimated tokens, and where the next cut falls.
 import { Fragment } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import type { Settings, TailMessage, TailPage, ThreadBody } from "../explorer/types.ts";
+import type { Settings, TailMessage, TailPage, ThreadBody } from "../types.ts";
 import { getJson, threadPath } from "./api.ts";
 import { nextCutText, num, when } from "./format.ts";
 

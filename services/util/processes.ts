@@ -3,7 +3,7 @@ import { accessSync, constants, createWriteStream, type WriteStream } from "node
 import { connect, createServer } from "node:net";
 import { delimiter, join } from "node:path";
 import { createInterface } from "node:readline";
-import { sleep } from "../util/wait.ts";
+import { sleep } from "./wait.ts";
 
 export interface Exit {
   code: number | null;
@@ -106,7 +106,7 @@ export interface SpawnOptions {
   /** Also append everything the process writes to this file. */
   logFile?: string;
   /**
-   * An IPC channel to it, its lifeline (services/start/lifeline.ts): it sees us die, SIGKILL
+   * An IPC channel to it, its lifeline (services/util/lifeline.ts): it sees us die, SIGKILL
    * included, and stops.
    */
   lifeline?: boolean;

@@ -1,5 +1,5 @@
 import { createInbox, type NatsConnection } from "@nats-io/transport-node";
-import type { InfraNames } from "../../config/names.ts";
+import type { InfraNames } from "../config/names.ts";
 import {
   actorFeedSubjects,
   MAX_FEED_THREADS,
@@ -7,7 +7,7 @@ import {
   type ActorStatesReply,
   type ActorTransition,
   type WatchNotice,
-} from "../../nats/actor-feed.ts";
+} from "../nats/actor-feed.ts";
 
 /** How long a states request waits for workers: threads not answered by then are not live. */
 export const STATES_WAIT_MS = 250;

@@ -1,7 +1,7 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ApiError } from "./api-error.ts";
+import { ApiError } from "../api/api-error.ts";
 
 /**
  * `Kvm.open` reads through the stream's JSON API (the value base64-encoded, decoded again on

@@ -1,12 +1,12 @@
-import { dueScore, mostDuePair } from "../../../shared/batch.ts";
-import { foldNewlines } from "../../../shared/bytes.ts";
-import { lineRef } from "../../../shared/names.ts";
-import type { CoreSettings } from "../../../shared/settings.ts";
-import type { OutlineSnapshot } from "../../../shared/snapshot.ts";
-import { estimateMessageTokens } from "../../../shared/tokens.ts";
-import { ApiError } from "../api-error.ts";
-import type { Operations } from "../operations.ts";
-import type { StoredMessage, ThreadReader } from "../reader.ts";
+import { dueScore, mostDuePair } from "../../shared/batch.ts";
+import { foldNewlines } from "../../shared/bytes.ts";
+import { lineRef } from "../../shared/names.ts";
+import type { CoreSettings } from "../../shared/settings.ts";
+import type { OutlineSnapshot } from "../../shared/snapshot.ts";
+import { estimateMessageTokens } from "../../shared/tokens.ts";
+import { ApiError } from "../api/api-error.ts";
+import type { Operations } from "../prompt-builder/operations.ts";
+import type { StoredMessage, ThreadReader } from "../nats/reader.ts";
 import { cutPlan } from "./cut-plan.ts";
 import type { NextMerge, TailMessage, TailPage, ThreadBody } from "./types.ts";
 

@@ -1,7 +1,7 @@
 // The outline as a tree: its lines oldest first, each opened by zoom into the two it was made
 // from, down to the message whole (paged when long). Arrow keys walk it (a WAI-ARIA tree).
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
-import type { NextMerge, SnapshotLine } from "../explorer/types.ts";
+import type { NextMerge, SnapshotLine } from "../types.ts";
 import { getJson, threadPath } from "./api.ts";
 import { bytes, lineName, num, when } from "./format.ts";
 import { MessageCard, type ZoomedMessage } from "./message-card.tsx";

@@ -1,6 +1,6 @@
 // /ui/: the threads, most recently written first, paged; a filter on the thread id.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import type { ActorStatesBody, ThreadPage, ThreadRow } from "../explorer/types.ts";
+import type { ActorStatesBody, ThreadPage, ThreadRow } from "../types.ts";
 import { getJson } from "./api.ts";
 import { ActorBadge } from "./actor.tsx";
 import { ago, bytes, num, when } from "./format.ts";

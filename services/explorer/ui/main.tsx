@@ -2,7 +2,7 @@
 // it: 4 KB of library for components and hooks, bundled by esbuild from these files (no CDN).
 import { render } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
-import type { ExplorerConfig } from "../explorer/types.ts";
+import type { ExplorerConfig } from "../types.ts";
 import { getJson, onAuthNeeded, signIn } from "./api.ts";
 import { HELP_KEYS } from "./help-keys.ts";
 import { useKeys } from "./keys.ts";

@@ -1,8 +1,8 @@
 // The explorer's JSON (under /ui/api/), shared by the server and the page (ui/): types only, so
 // the page's bundle takes nothing of the server with it.
 
-import type { ActorReport, ActorTransition } from "../../nats/actor-feed.ts";
-import type { OutlineSnapshot, SnapshotLine } from "../../../shared/snapshot.ts";
+import type { ActorReport, ActorTransition } from "../nats/actor-feed.ts";
+import type { OutlineSnapshot, SnapshotLine } from "../../shared/snapshot.ts";
 
 export type { ActorReport, ActorTransition, OutlineSnapshot, SnapshotLine };
 

@@ -5,10 +5,10 @@ import {
   type JetStreamManager,
 } from "@nats-io/jetstream";
 import { nanos, type NatsConnection } from "@nats-io/transport-node";
-import type { InfraNames } from "../../config/names.ts";
-import { ApiError } from "../api-error.ts";
-import { KV_OPERATION } from "../../nats/kv-leader-reader.ts";
-import type { ThreadReader } from "../reader.ts";
+import type { InfraNames } from "../config/names.ts";
+import { ApiError } from "../api/api-error.ts";
+import { KV_OPERATION } from "../nats/kv-leader-reader.ts";
+import type { ThreadReader } from "../nats/reader.ts";
 import { pull } from "./pull.ts";
 import type { ThreadPage, ThreadRow } from "./types.ts";
 
