@@ -20,7 +20,8 @@ import { createHttpServer, listen, servedRoutes } from "../services/prompt-build
 import { operationsBackend } from "../services/prompt-builder/mcp.ts";
 import { createMcpHttp, type McpHttp } from "../services/prompt-builder/mcp-http.ts";
 import { createMetrics } from "../services/prompt-builder/metrics.ts";
-import { serveNatsApi, statusHeaders, type NatsApi } from "../services/prompt-builder/nats-api.ts";
+import { statusHeaders } from "../services/api/nats-wire.ts";
+import { serveNatsApi, type NatsApi } from "../services/prompt-builder/nats-api.ts";
 import { OPENAPI } from "../services/prompt-builder/openapi.ts";
 import { createOperations } from "../services/prompt-builder/operations.ts";
 import { createReader } from "../services/nats/reader.ts";

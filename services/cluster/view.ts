@@ -11,7 +11,7 @@ import { type NatsConnection, type Subscription } from "@nats-io/transport-node"
 import type { InfraNames } from "../config/names.ts";
 import { isTransient } from "../nats/transient.ts";
 import { ApiError } from "../api/api-error.ts";
-import { statusHeaders } from "../prompt-builder/nats-api.ts";
+import { statusHeaders } from "../api/nats-wire.ts";
 import { clusterBucket, readCluster } from "./bucket.ts";
 import { DEFAULT_FAILOVER_MS } from "./membership.ts";
 

@@ -1,6 +1,4 @@
 import {
-  headers,
-  type MsgHdrs,
   PermissionViolationError,
   type Msg,
   type NatsConnection,
@@ -9,13 +7,10 @@ import {
 import { ApiError, errorBody } from "../api/api-error.ts";
 import type { ApiMetrics } from "./metrics.ts";
 import type { Operations } from "./operations.ts";
-import type { RawRequest } from "../api/requests.ts";
+import { parseBody, statusHeaders } from "../api/nats-wire.ts";
 
 /** The operations served over NATS request/reply, each on `<apiPrefix>.<op>`. */
 export const NATS_OPERATIONS = ["prompt", "zoom", "outline", "tools"] as const;
-
-/** Bodies are a handful of arguments; anything near NATS' 1 MB payload is a mistake. */
-const MAX_REQUEST = 64 * 1024;
 
 /** Instances share requests through one queue group, so adding one adds capacity. */
 export const QUEUE_GROUP = "outline-prompt-builder";
@@ -25,46 +20,6 @@ export interface NatsApi {
   subscriptions: readonly Subscription[];
   /** Stops taking requests and finishes those in flight. */
   drain(): Promise<void>;
-}
-
-/**
- * A reply's headers: `Outline-Status`, the HTTP status the same request would have had, and
- * `Retry-After` (seconds) when asking again later may succeed, as HTTP sends it.
- */
-export function statusHeaders(status: number, retryAfter?: number): { headers: MsgHdrs } {
-  const h = headers();
-  h.set("Outline-Status", String(status));
-  if (retryAfter !== undefined) h.set("Retry-After", String(retryAfter));
-  return { headers: h };
-}
-
-export function parseBody(msg: Msg): RawRequest {
-  if (msg.data.length > MAX_REQUEST) {
-    throw new ApiError(
-      413,
-      "BODY_TOO_LARGE",
-      `the request is ${msg.data.length} bytes; at most ${MAX_REQUEST} are read`,
-    );
-  }
-  if (msg.data.length === 0) return {};
-  let body: unknown;
-  try {
-    body = msg.json();
-  } catch (err) {
-    throw new ApiError(
-      400,
-      "BAD_JSON",
-      `the request body is not JSON (${(err as Error).message}); send e.g. {"thread":"t1","agent":"north"}`,
-    );
-  }
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw new ApiError(
-      400,
-      "BAD_JSON",
-      `the request body must be a JSON object, e.g. {"thread":"t1","id":8,"n":4}`,
-    );
-  }
-  return body as RawRequest;
 }
 
 /**

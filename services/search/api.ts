@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { ApiError, errorBody } from "../api/api-error.ts";
-import { parseBody, statusHeaders } from "../prompt-builder/nats-api.ts";
+import { parseBody, statusHeaders } from "../api/nats-wire.ts";
 import type { SearchIndexer } from "./indexer.ts";
 import type { Search } from "./search.ts";
 
