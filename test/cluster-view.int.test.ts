@@ -10,7 +10,7 @@ import {
   serveCluster,
 } from "../services/cluster/view.ts";
 import { connectNats } from "../services/nats/connect.ts";
-import type { Operations } from "../services/prompt-builder/operations.ts";
+import type { Operations } from "../services/api/operations-interface.ts";
 import { natsHealth } from "../services/prompt-builder/health.ts";
 import { createHttpServer, listen } from "../services/prompt-builder/http.ts";
 import { createMetrics } from "../services/prompt-builder/metrics.ts";

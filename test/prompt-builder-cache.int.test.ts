@@ -6,7 +6,8 @@ import type { Message } from "../shared/events.ts";
 import type { InfraNames } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology, subjects } from "../services/nats/topology.ts";
-import { createOperations, type Operations } from "../services/prompt-builder/operations.ts";
+import { createOperations } from "../services/prompt-builder/operations.ts";
+import type { Operations } from "../services/api/operations-interface.ts";
 import { createReader } from "../services/nats/reader.ts";
 import { makeMessage } from "./support/conversation.ts";
 import {

@@ -7,7 +7,8 @@ import type { InfraNames } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import { ensureTopology, subjects } from "../services/nats/topology.ts";
 import { ApiError } from "../services/api/api-error.ts";
-import { createOperations, type Operations } from "../services/prompt-builder/operations.ts";
+import { createOperations } from "../services/prompt-builder/operations.ts";
+import type { Operations } from "../services/api/operations-interface.ts";
 import {
   createReader,
   type NewerReadPath,

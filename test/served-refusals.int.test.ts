@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../services/api/api-error.ts";
 import { threadViews } from "../services/explorer/thread-view.ts";
-import { createOperations, type Operations } from "../services/prompt-builder/operations.ts";
+import { createOperations } from "../services/prompt-builder/operations.ts";
+import type { Operations } from "../services/api/operations-interface.ts";
 import { createReader } from "../services/nats/reader.ts";
 import { METRIC } from "../services/thread-worker/metrics.ts";
 import type { Message } from "../shared/events.ts";

@@ -3,7 +3,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { CoreSettings } from "../../shared/settings.ts";
 import type { InfraNames } from "../config/names.ts";
 import { ApiError, notFound } from "../api/api-error.ts";
-import type { Operations } from "../prompt-builder/operations.ts";
+import type { Operations } from "../api/operations-interface.ts";
 import type { ThreadReader } from "../nats/reader.ts";
 import { beforeArg, limitArg, offsetArg, threadArg, type RawRequest } from "../api/requests.ts";
 import { actorStates } from "./actors.ts";

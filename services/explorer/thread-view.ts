@@ -5,7 +5,7 @@ import type { CoreSettings } from "../../shared/settings.ts";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import { estimateMessageTokens } from "../../shared/tokens.ts";
 import { ApiError } from "../api/api-error.ts";
-import type { Operations } from "../prompt-builder/operations.ts";
+import type { Operations } from "../api/operations-interface.ts";
 import type { StoredMessage, ThreadReader } from "../nats/reader.ts";
 import { cutPlan } from "./cut-plan.ts";
 import type { NextMerge, TailMessage, TailPage, ThreadBody } from "./types.ts";

@@ -6,7 +6,7 @@ import type { Explorer } from "../explorer/explorer.ts";
 import type { Health } from "./health.ts";
 import type { McpHttp } from "./mcp-http.ts";
 import { METRICS_CONTENT_TYPE, type ApiMetrics } from "./metrics.ts";
-import type { Operations } from "./operations.ts";
+import type { Operations } from "../api/operations-interface.ts";
 import type { RawRequest } from "../api/requests.ts";
 import { searchArgs } from "../search/search.ts";
 import { OPENAPI } from "./openapi.ts";

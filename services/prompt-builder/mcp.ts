@@ -11,7 +11,7 @@ import {
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { ApiError, errorBody } from "../api/api-error.ts";
-import type { Operations } from "./operations.ts";
+import type { Operations } from "../api/operations-interface.ts";
 import type { RawRequest } from "../api/requests.ts";
 import type { SearchForward } from "./search-forward.ts";
 import { SEARCH_TOOL, ZOOM_TOOL, type ToolDefinition } from "../api/tools.ts";

@@ -6,7 +6,7 @@ import {
 } from "@nats-io/transport-node";
 import { ApiError, errorBody } from "../api/api-error.ts";
 import type { ApiMetrics } from "./metrics.ts";
-import type { Operations } from "./operations.ts";
+import type { Operations } from "../api/operations-interface.ts";
 import { parseBody, statusHeaders } from "../api/nats-wire.ts";
 
 /** The operations served over NATS request/reply, each on `<apiPrefix>.<op>`. */

@@ -6,6 +6,7 @@ import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import { pageText, resolveZoom, type Page, type ZoomScope } from "../../shared/zoom.ts";
 import { ApiError, notFound } from "../api/api-error.ts";
 import { ByteLru } from "../util/lru.ts";
+import type { Operations } from "../api/operations-interface.ts";
 import { PromptCache } from "./prompt-cache.ts";
 import { PromptTurns } from "./prompt-turns.ts";
 import type { ReadAhead, StoredMessage, StoredSnapshot, ThreadReader } from "../nats/reader.ts";
@@ -16,26 +17,9 @@ import {
   type PromptArgs,
   type RawRequest,
 } from "../api/requests.ts";
-import { toolsFor, type ToolDefinition } from "../api/tools.ts";
+import { toolsFor } from "../api/tools.ts";
 
 export type { PromptReply, ZoomLine, ZoomMessage, ZoomReply };
-
-/** The prompt-builder's operations, free of any transport: HTTP and NATS both call these. */
-export interface Operations {
-  prompt(raw: RawRequest): Promise<PromptReply>;
-  /**
-   * The same reply as the transports send it, JSON in UTF-8, byte for byte
-   * `JSON.stringify(await prompt(raw))`; kept and served again while nothing it depends on
-   * changed (see PromptCache).
-   */
-  promptBody(raw: RawRequest): Promise<Buffer>;
-  /** The same body in chunks, to be sent one after another (HTTP: no copy into one buffer). */
-  promptChunks(raw: RawRequest): Promise<readonly Buffer[]>;
-  zoom(raw: RawRequest): Promise<ZoomReply>;
-  outline(raw: RawRequest): Promise<OutlineSnapshot>;
-  /** The tools agents are offered: zoom, and search when HISTORY_SEARCH is on. */
-  tools(raw: RawRequest): Promise<ToolDefinition[]>;
-}
 
 export interface OperationsOptions {
   /**

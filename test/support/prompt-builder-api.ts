@@ -8,9 +8,9 @@ import { createMetrics } from "../../services/prompt-builder/metrics.ts";
 import { serveNatsApi, type NatsApi } from "../../services/prompt-builder/nats-api.ts";
 import {
   createOperations,
-  type Operations,
   type OperationsOptions,
 } from "../../services/prompt-builder/operations.ts";
+import type { Operations } from "../../services/api/operations-interface.ts";
 import { createReader, type ReaderOptions } from "../../services/nats/reader.ts";
 
 /** Small settings so a few hundred messages give many cuts and merges (the fixtures' outline). */
