@@ -2,6 +2,7 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
+import { layerConfigs } from "./eslint.layers.js";
 import { pureCoreRules } from "./eslint.pure-core.js";
 
 export default tseslint.config(
@@ -26,6 +27,8 @@ export default tseslint.config(
     files: ["shared/**/*.ts"],
     rules: pureCoreRules,
   },
+  // After the pure core's: shared/'s layer config repeats its import and syntax restrictions.
+  ...layerConfigs(),
   {
     files: ["**/*.js"],
     ...tseslint.configs.disableTypeChecked,
