@@ -179,8 +179,13 @@ function topCounts(counts: Map<string, number>, max: number): TermCounts {
 /** Two stretches' counts added up (they cover different messages). */
 export function addCounts(a: TermCounts, b: TermCounts): TermCounts {
   const sum = new Map<string, number>();
-  for (const side of [a, b])
-    side.terms.forEach((term, i) => sum.set(term, (sum.get(term) ?? 0) + (side.counts[i] ?? 0)));
+  for (const side of [a, b]) {
+    const { terms, counts } = side;
+    for (let i = 0; i < terms.length; i++) {
+      const term = terms[i] as string;
+      sum.set(term, (sum.get(term) ?? 0) + (counts[i] ?? 0));
+    }
+  }
   return topCounts(sum, COMMON_TERMS);
 }
 
@@ -259,17 +264,18 @@ export function lineDigest(
  */
 function turnCounts(units: readonly Unit[]): TermCounts {
   const counts = new Map<string, number>();
-  const last = new Map<string, number>();
-  let group = 0;
-  let at = Number.NaN;
-  for (const unit of units) {
-    if (unit.at !== at) {
-      group++;
-      at = unit.at;
-    }
+  // A unit's terms are each said once in it: a group of one unit needs no set.
+  let said: Set<string> | undefined;
+  for (let i = 0; i < units.length; i++) {
+    const unit = units[i] as Unit;
+    const alone = (units[i - 1]?.at ?? Number.NaN) !== unit.at;
+    const last = (units[i + 1]?.at ?? Number.NaN) !== unit.at;
+    if (alone) said = last ? undefined : new Set();
     for (const term of unit.terms) {
-      if (last.get(term) === group) continue;
-      last.set(term, group);
+      if (said) {
+        if (said.has(term)) continue;
+        said.add(term);
+      }
       counts.set(term, (counts.get(term) ?? 0) + 1);
     }
   }
@@ -284,6 +290,8 @@ interface UnitCore extends Pick<Unit, "text" | "bytes" | "score" | "cue" | "term
   /** The clause as read from the line, before any cut: the key it is known by. */
   said: string;
   opening: boolean;
+  /** termsHeld of its text, once asked. */
+  held?: readonly string[];
 }
 
 function weigh(said: string, opening: boolean): UnitCore {
@@ -295,6 +303,19 @@ function weigh(said: string, opening: boolean): UnitCore {
       : makeUnit("", 0, nth, cutToBytes(said, UNIT_BYTES));
   const { text, score, cue, terms, weights } = unit;
   return { said, opening, text, bytes: unit.bytes, score, cue, terms, weights };
+}
+
+/**
+ * The terms of `unit` that `text` (the unit's text, or a cut of it) holds, lower-cased: what a
+ * line showing it covers. For the unit's own text, found once per core.
+ */
+export function termsHeld(unit: Unit, text: string): readonly string[] {
+  const core = text === unit.text ? coreOf(unit) : undefined;
+  if (core?.held) return core.held;
+  const lower = text.toLowerCase();
+  const held = unit.terms.filter((term) => lower.includes(term));
+  if (core) core.held = held;
+  return held;
 }
 
 /** A unit lineDigest made, with the core it was made from (its text, terms and weights). */
