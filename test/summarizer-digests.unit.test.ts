@@ -6,6 +6,7 @@ import type { LeafJob, MergeJob, SummaryJob } from "../shared/jobs.ts";
 import { ExtractiveSummarizer, extractLeaf } from "../services/summarizer/extractive.ts";
 import { DigestCache } from "../services/summarizer/digests.ts";
 import { lineDigest } from "../services/summarizer/extract/digest.ts";
+import { makeUnit } from "../services/summarizer/extract/units.ts";
 import { leafWork, mergeWork, type ExtractResult } from "../services/summarizer/extract/work.ts";
 
 function message(text: string, from = "Ana", to?: string): Message {
@@ -168,6 +169,30 @@ describe("extractive merges from their children's lines", () => {
         },
       ),
       { numRuns: 150 },
+    );
+  });
+
+  it("weighs each clause of a line as makeUnit weighs it, a turn's opening too", () => {
+    const turn = fc.tuple(
+      fc.constantFrom("Ana", "Bo"),
+      fc.array(
+        fc.oneof(sentence, fc.constantFrom("Booked Porto for June 14.", "BILL-4821 failed.")),
+        {
+          minLength: 1,
+          maxLength: 4,
+        },
+      ),
+    );
+    fc.assert(
+      fc.property(fc.array(turn, { minLength: 1, maxLength: 5 }), (turns) => {
+        const line = turns.map(([who, said]) => `${who}: ${said.join(" ")}`).join(" / ");
+        for (const unit of lineDigest(line, 0, 8).units) {
+          const { who, at, nth, text } = unit;
+          expect(unit.score).toBe(makeUnit(who, at, nth, text).score);
+          expect(unit.terms).toEqual(makeUnit(who, at, nth, text).terms);
+        }
+      }),
+      { numRuns: 100 },
     );
   });
 

@@ -239,14 +239,15 @@ export function lineDigest(
     const said = idea.sentences.join(" ").trim();
     if (!said) continue;
     const at = id + Math.floor((idea.turn * n) / Math.max(1, turns));
-    const core = (nth === 0 ? openings : others).get(said, known);
+    const core = weighed.get(said, known);
     const unit: LineUnit = {
       who,
       at,
       nth,
       text: core.text,
       bytes: core.bytes,
-      score: core.score,
+      // A turn's opening scores a little more, as makeUnit scores a message's.
+      score: nth === 0 ? core.score + OPENING : core.score,
       cue: core.cue,
       terms: core.terms,
       weights: core.weights,
@@ -283,26 +284,27 @@ function turnCounts(units: readonly Unit[]): TermCounts {
 }
 
 /**
- * What a clause's text alone decides, as makeUnit weighs it (as an opening or not, which scores
- * a little more): its text (cut when too long), bytes, terms, cue and score.
+ * What a clause's text alone decides, as makeUnit weighs it (not as an opening): its text (cut
+ * when too long), bytes, terms, cue and score.
  */
 interface UnitCore extends Pick<Unit, "text" | "bytes" | "score" | "cue" | "terms" | "weights"> {
   /** The clause as read from the line, before any cut: the key it is known by. */
   said: string;
-  opening: boolean;
   /** termsHeld of its text, once asked. */
   held?: readonly string[];
 }
 
-function weigh(said: string, opening: boolean): UnitCore {
+/** What makeUnit adds to the score of a message's opening sentence (its `nth` 0). */
+const OPENING = 0.25;
+
+function weigh(said: string): UnitCore {
   const bytes = utf8Bytes(said);
-  const nth = opening ? 0 : 1;
   const unit =
     bytes <= UNIT_BYTES
-      ? makeUnit("", 0, nth, said, undefined, bytes)
-      : makeUnit("", 0, nth, cutToBytes(said, UNIT_BYTES));
+      ? makeUnit("", 0, 1, said, undefined, bytes)
+      : makeUnit("", 0, 1, cutToBytes(said, UNIT_BYTES));
   const { text, score, cue, terms, weights } = unit;
-  return { said, opening, text, bytes: unit.bytes, score, cue, terms, weights };
+  return { said, text, bytes: unit.bytes, score, cue, terms, weights };
 }
 
 /**
@@ -328,42 +330,34 @@ function coreOf(unit: Unit): UnitCore | undefined {
   return (unit as Partial<LineUnit>).core;
 }
 
-/** The core `digests` made a unit of `said` from, as an opening or not; undefined if none. */
-function knownCore(
-  digests: readonly Digest[],
-  said: string,
-  opening: boolean,
-): UnitCore | undefined {
+/** The core `digests` made a unit of `said` from; undefined if none. */
+function knownCore(digests: readonly Digest[], said: string): UnitCore | undefined {
   for (const digest of digests) {
     for (const unit of digest.units) {
       const core = coreOf(unit);
-      if (core && core.said === said && core.opening === opening) return core;
+      if (core && core.said === said) return core;
     }
   }
   return undefined;
 }
 
 /**
- * Clauses already weighed, by text, openings and others apart. Each entry is a pure function of
- * its key, so what the memo holds never changes a digest, only how soon it is made. Two
- * generations: the younger fills up to MEMO_ENTRIES, then becomes the older one.
+ * Clauses already weighed, by text. Each entry is a pure function of its key, so what the memo
+ * holds never changes a digest, only how soon it is made. Two generations: the younger fills up
+ * to MEMO_ENTRIES, then becomes the older one.
  */
-const MEMO_ENTRIES = 1 << 14;
+const MEMO_ENTRIES = 1 << 13;
 
 class Memo {
   #young = new Map<string, UnitCore>();
   #old = new Map<string, UnitCore>();
-
-  constructor(readonly opening: boolean) {}
 
   /** The core of `said`: held, one of `known`'s, or weighed now (then held). */
   get(said: string, known: readonly Digest[]): UnitCore {
     let core = this.#young.get(said);
     if (core) return core;
     core =
-      this.#old.get(said) ??
-      (known.length > 0 ? knownCore(known, said, this.opening) : undefined) ??
-      weigh(said, this.opening);
+      this.#old.get(said) ?? (known.length > 0 ? knownCore(known, said) : undefined) ?? weigh(said);
     if (this.#young.size >= MEMO_ENTRIES) {
       this.#old = this.#young;
       this.#young = new Map();
@@ -378,11 +372,9 @@ class Memo {
   }
 }
 
-const openings = new Memo(true);
-const others = new Memo(false);
+const weighed = new Memo();
 
 /** Empties the memo of weighed clauses (benchmarks and tests: a process that just started). */
 export function forgetWeighed(): void {
-  openings.clear();
-  others.clear();
+  weighed.clear();
 }
