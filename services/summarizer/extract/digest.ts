@@ -269,9 +269,9 @@ function turnCounts(units: readonly Unit[]): TermCounts {
   let said: Set<string> | undefined;
   for (let i = 0; i < units.length; i++) {
     const unit = units[i] as Unit;
-    const alone = (units[i - 1]?.at ?? Number.NaN) !== unit.at;
-    const last = (units[i + 1]?.at ?? Number.NaN) !== unit.at;
-    if (alone) said = last ? undefined : new Set();
+    const opens = (units[i - 1]?.at ?? Number.NaN) !== unit.at;
+    const closes = (units[i + 1]?.at ?? Number.NaN) !== unit.at;
+    if (opens) said = closes ? undefined : new Set();
     for (const term of unit.terms) {
       if (said) {
         if (said.has(term)) continue;
