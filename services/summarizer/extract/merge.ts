@@ -4,7 +4,7 @@
 // the same thing loses to one about something new. Terms most of the pool shares (the thread's topic) count less than rare ones.
 // Units are shown in the order said, each speaker's run under one head, turns joined by ` / `.
 import { cutToBytes, utf8Bytes } from "../../../shared/bytes.ts";
-import { tighten } from "./digest.ts";
+import { termsHeld, tighten } from "./digest.ts";
 import type { TermCounts } from "./digest.ts";
 import type { Unit } from "./units.ts";
 
@@ -210,8 +210,7 @@ export function composeMerge(
     picks.push(pick);
     sorted = trial;
     textBytes = bytes;
-    const lower = unitText.toLowerCase();
-    for (const term of (pool[at] as Unit).terms) if (lower.includes(term)) covered.add(term);
+    for (const term of termsHeld(pool[at] as Unit, unitText)) covered.add(term);
     return true;
   };
   /** Whole if it fits, else cut to the room left when that keeps enough of its weight. */
