@@ -1,10 +1,4 @@
-import {
-  DeliverPolicy,
-  jetstream,
-  jetstreamManager,
-  type ConsumerInfo,
-  type JetStreamManager,
-} from "@nats-io/jetstream";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Message } from "../../shared/events.ts";
 import { summaryEventSchema, type SummaryEvent } from "../../shared/history.ts";
@@ -12,13 +6,13 @@ import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import type { InfraNames } from "../config/names.ts";
 import { DirectReader, type DirectMessage, type DirectQuery } from "./direct-reader.ts";
 import { InboxRequests } from "./inbox-requests.ts";
-import { addConsumerOnLeader } from "./leader-consumer.ts";
 import { KV_OPERATION } from "./kv-leader-reader.ts";
 import { subjects, type Subjects } from "./subjects.ts";
 import { kvStream, kvSubject, workerBucketNames } from "./buckets.ts";
 import { decodeChatBody } from "./decode.ts";
 import { claimedSeq, idKey } from "./id-index.ts";
 import { ApiError, snapshotBehind } from "../api/api-error.ts";
+import { consumeRest, storeError } from "./consume-rest.ts";
 import { ByteLru } from "../util/lru.ts";
 import { MessageCache } from "./message-cache.ts";
 import { lazyBucket } from "./snapshot-bucket.ts";
@@ -143,14 +137,6 @@ const HINT_BYTES = 4 * 1024 * 1024;
 
 /** How long the worker's id index, not found, is taken as absent before it is looked for again. */
 const ID_INDEX_RECHECK_MS = 30_000;
-
-function storeError(what: string, err: unknown): ApiError {
-  return new ApiError(
-    503,
-    "NATS_READ_FAILED",
-    `reading ${what} from NATS failed: ${(err as Error).message}; check that NATS is up (GET /healthz) and retry`,
-  );
-}
 
 /**
  * The message stored at `seq` as the thread worker applies it, or undefined for what it refuses:
@@ -439,65 +425,19 @@ export function createReader(
         return out;
       }
 
-      // More than that: one consumer per stored form for the rest, from where the
-      // direct gets stopped (nats-server 2.9 takes one filter per consumer), merged by sequence.
-      const rest: { subject: string; seq: number; data: Uint8Array }[] = [];
-      for (const subject of forms) {
-        let placed: ConsumerInfo;
-        try {
-          // On the stream's leader (a replica being caught up would lack the newest); a failure
-          // is not waited out: the request answers 503 at once, as before.
-          placed = await addConsumerOnLeader(
-            await manager(),
-            names.chatStream,
-            {
-              deliver_policy: DeliverPolicy.StartSequence,
-              opt_start_seq: next,
-              filter_subject: subject,
-            },
-            0,
-          );
-        } catch (err) {
-          throw storeError(what, err);
-        }
-        const consumer = jetstream(nc).consumers.getConsumerFromInfo(placed);
-        try {
-          // A form with nothing from here on answers no fetch: not waited for.
-          if (forms.length > 1 && placed.num_pending === 0) continue;
-          let from = next;
-          let kept = 0;
-          while (from <= untilSeq) {
-            const batch = await consumer.fetch({
-              max_messages: Math.min(256, max + 1 - read - kept),
-              expires: options.fetchExpiresMs ?? 2_000,
-            });
-            let got = 0;
-            for await (const m of batch) {
-              got += 1;
-              if (m.seq > untilSeq) {
-                from = m.seq;
-                break;
-              }
-              rest.push({ subject: m.subject, seq: m.seq, data: m.data });
-              kept += 1;
-              from = m.seq + 1;
-              // The last of this form (the other form holds the rest): no wait for more.
-              if (m.seq === untilSeq || m.info.pending === 0) {
-                from = untilSeq + 1;
-                break;
-              }
-            }
-            // Nothing came although the newest message is further on: it was purged meanwhile.
-            if (got === 0 || read + kept > max) break;
-          }
-        } catch (err) {
-          throw storeError(what, err);
-        } finally {
-          // Ephemeral, it expires anyway; deleting now frees the server early.
-          await consumer.delete().catch(() => undefined);
-        }
-      }
-      if (forms.length > 1) rest.sort((a, b) => a.seq - b.seq);
+      // More than that: through consumers, from where the direct gets stopped.
+      const rest = await consumeRest(
+        nc,
+        manager,
+        names.chatStream,
+        forms,
+        next,
+        untilSeq,
+        max,
+        read,
+        options.fetchExpiresMs,
+        what,
+      );
       for (const m of rest) take(m.subject, m.seq, m.data);
       options.onNewerRead?.("consumer", read);
       return out;
