@@ -1,7 +1,7 @@
 import { parse } from "./args.ts";
 import type { Command } from "./command.ts";
 import { withSession } from "./session.ts";
-import { failoverMsOf } from "../cluster/membership.ts";
+import { failoverMsOf } from "../cluster/failover.ts";
 import { clusterTable, clusterView, type ClusterAnswer } from "../cluster/view.ts";
 
 const USAGE = `usage: outline cluster [--json]

@@ -1,3 +1,5 @@
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
 import type { MemberInfo } from "../../shared/api.ts";
 import {
   JetStreamApiCodes,
@@ -25,6 +27,14 @@ export interface ClusterView {
   partitions: number;
   /** Partition → member holding its lease. */
   leases: Record<string, string>;
+}
+
+/** A new member's id: its host, process and a few random bytes. */
+export function memberId(): string {
+  const host = hostname()
+    .replace(/[^A-Za-z0-9_-]/g, "-")
+    .slice(0, 40);
+  return `${host}-${process.pid}-${randomBytes(2).toString("hex")}`;
 }
 
 export const memberKey = (id: string) => `member.${id}`;

@@ -1,49 +1,28 @@
 import { hostname } from "node:os";
-import { randomBytes } from "node:crypto";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { KvWatchEntry } from "@nats-io/kv";
 import {
   assignPartitions,
   liveMembers,
   planLeases,
-  type Heartbeat,
   type LeasePlan,
 } from "../../shared/ownership.ts";
 import type { InfraNames } from "../config/names.ts";
-import { wholeSetting, type SettingValues } from "../config/whole-setting.ts";
 import { startupStep } from "../nats/startup-step.ts";
 import { kvStream } from "../nats/buckets.ts";
 import {
   checkLayout,
   clusterBucket,
   leaseKey,
+  memberId,
   memberKey,
   openClusterBucket,
   type MemberInfo,
 } from "./bucket.ts";
+import { DEFAULT_FAILOVER_MS } from "./failover.ts";
+import { heartbeatsAt, type Beat } from "./heartbeats.ts";
 import { watchFromCurrent } from "./watch-current.ts";
 import { sleep } from "../util/wait.ts";
-
-/**
- * A member silent this long is dead. With a heartbeat every quarter of it, four in a row must be
- * missed; kill → first write of a dead member's thread measured 6.7–10.9 s at 5,000 under load
- * (docs/scale-out.md), so 3,000 keeps the 10 s bound there.
- */
-export const DEFAULT_FAILOVER_MS = 3_000;
-
-/**
- * OUTLINE_FAILOVER_MS, undefined when unset (DEFAULT_FAILOVER_MS). Read by the worker and by
- * the views of the cluster (`GET /cluster`, `outline cluster`), which judge liveness alike.
- */
-export function failoverMsOf(values: SettingValues): number | undefined {
-  return wholeSetting(
-    values,
-    "OUTLINE_FAILOVER_MS",
-    200,
-    "whole milliseconds",
-    DEFAULT_FAILOVER_MS,
-  );
-}
 
 /** Partitions a member alone opens at a time (it may hear others meanwhile). */
 export const WAVE = 8;
@@ -91,13 +70,6 @@ export interface Membership {
   abandon(): void;
 }
 
-function memberId(): string {
-  const host = hostname()
-    .replace(/[^A-Za-z0-9_-]/g, "-")
-    .slice(0, 40);
-  return `${host}-${process.pid}-${randomBytes(2).toString("hex")}`;
-}
-
 /**
  * Joins the members in the bucket: heartbeats, watches the others, and takes and lets go of
  * partitions as `planLeases` says. Liveness is judged on this process's clock from when each
@@ -116,7 +88,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
   await checkLayout(kv, partitions, names, retrying);
 
   const since = new Date().toISOString();
-  const beats = new Map<string, { seenAt: number; revision: number; info: MemberInfo }>();
+  const beats = new Map<string, Beat>();
   const holders = new Map<number, { member: string; revision: number }>();
   const owned = new Set<number>();
   let heardCount = 1;
@@ -285,39 +257,16 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
     }
   };
 
-  /** Every member's heartbeat as heard at `now`, and those heard within the failover time. */
-  const heartbeatsAt = (now: number) => {
-    const heartbeats: Heartbeat[] = [];
-    const heard = new Set<string>();
-    for (const [who, b] of beats) {
-      const at = who === id ? now : heardAt(b);
-      if (now - at <= failoverMs) heard.add(who);
-      heartbeats.push({
-        id: who,
-        at,
-        capacity: b.info.capacity,
-        ...(who === id
-          ? leaving
-            ? { leaving: true }
-            : {}
-          : b.info.leaving
-            ? { leaving: true }
-            : {}),
-      });
-    }
-    if (!beats.has(id)) {
-      heartbeats.push({ id, at: now, ...(leaving ? { leaving: true } : {}) });
-      heard.add(id);
-    }
-    return { heartbeats, heard };
-  };
-
   /** Of `ks`, those the assignment gives another live member now. */
   const assignedElsewhere = (ks: readonly number[]): number[] => {
     const now = Date.now();
     const owners = assignPartitions(
       partitions,
-      liveMembers(heartbeatsAt(now).heartbeats, now, failoverMs),
+      liveMembers(
+        heartbeatsAt(beats, id, now, heardAt, failoverMs, leaving).heartbeats,
+        now,
+        failoverMs,
+      ),
     );
     return ks.filter((k) => owners[k] !== id);
   };
@@ -328,7 +277,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
     const started = Date.now();
     await confirmSilent(started);
     const now = Date.now();
-    const { heartbeats, heard } = heartbeatsAt(now);
+    const { heartbeats, heard } = heartbeatsAt(beats, id, now, heardAt, failoverMs, leaving);
     heardCount = heard.size;
     const live = liveMembers(heartbeats, now, failoverMs);
     // A member dead for a while leaves the bucket: the first live member by id removes it.

@@ -13,7 +13,7 @@ import { isTransient } from "../nats/transient.ts";
 import { ApiError } from "../api/api-error.ts";
 import { statusHeaders } from "../api/nats-wire.ts";
 import { clusterBucket, readCluster } from "./bucket.ts";
-import { DEFAULT_FAILOVER_MS } from "./membership.ts";
+import { DEFAULT_FAILOVER_MS } from "./failover.ts";
 
 /** `GET /cluster`, `<apiPrefix>.cluster` and `outline cluster` (SPEC §9). */
 export type { ClusterAnswer };

@@ -1,5 +1,5 @@
 import { clusterView, serveCluster } from "../cluster/view.ts";
-import { failoverMsOf } from "../cluster/membership.ts";
+import { failoverMsOf } from "../cluster/failover.ts";
 import { loadSettings } from "../config/load.ts";
 import { connectNats, redactUrl } from "../nats/connect.ts";
 import { confirmSubscriptions, watchSubscriptions } from "../nats/permission-violations.ts";

@@ -1,5 +1,5 @@
 import { SettingsError } from "../../shared/errors.ts";
-import { failoverMsOf } from "../cluster/membership.ts";
+import { failoverMsOf } from "../cluster/failover.ts";
 import { wholeSetting, type SettingValues } from "../config/whole-setting.ts";
 import { allowSinglePeersOf } from "./single-peers.ts";
 import {

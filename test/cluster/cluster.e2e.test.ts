@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
 import { startLocalCluster, type LocalCluster } from "../../services/cluster/local.ts";
 import { openClusterBucket } from "../../services/cluster/bucket.ts";
-import { DEFAULT_FAILOVER_MS } from "../../services/cluster/membership.ts";
+import { DEFAULT_FAILOVER_MS } from "../../services/cluster/failover.ts";
 import type { ClusterAnswer } from "../../services/cluster/view.ts";
 import type { InfraNames } from "../../services/config/names.ts";
 import { connectNats } from "../../services/nats/connect.ts";
