@@ -186,7 +186,7 @@ export class SearchStore {
         "SELECT rowid & 4294967295 AS position FROM fts WHERE fts MATCH @match AND rowid BETWEEN (@key << 32) AND (@key << 32) | @top ORDER BY rowid DESC LIMIT @cap",
       ),
       checked: p(
-        "SELECT id & 4294967295 AS position, mid, at, sender, text FROM messages WHERE id IN (SELECT (@key << 32) | value FROM json_each(@positions)) AND folded_has(text, @folded) ORDER BY id DESC LIMIT @limit",
+        "SELECT id & 4294967295 AS position, mid, at, sender, text FROM messages WHERE id IN (SELECT (@key << 32) | value FROM json_each(@positions)) AND text IS NOT NULL ORDER BY id DESC",
       ),
       scan: p(
         "SELECT id & 4294967295 AS position, mid, at, sender, text FROM messages WHERE id BETWEEN (@key << 32) | @from AND (@key << 32) | @top AND text IS NOT NULL AND folded_has(text, @folded) ORDER BY id DESC LIMIT @limit",
@@ -405,13 +405,15 @@ export class SearchStore {
         .all({ ...range, match: plan.words.match, cap })
         .map((r) => (r as { position: number }).position);
       // All the messages holding the words: the phrase is among them.
+      // Fewer than `cap` rows, checked here: node:sqlite's call into a JS function per row
+      // (folded_has) costs more than folding them after one read.
       if (positions.length < cap) {
-        rows = this.#s.checked.all({
+        const folded = plan.words.folded;
+        const all = this.#s.checked.all({
           key: row.key,
           positions: JSON.stringify(positions),
-          folded: plan.words.folded,
-          limit: limit + 1,
         }) as Row[];
+        rows = all.filter((r) => fold(r.text).includes(folded)).slice(0, limit + 1);
       }
     }
     rows ??= (plan.kind === "trigram" ? this.#s.trigram : this.#s.grams).all({
