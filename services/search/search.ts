@@ -9,6 +9,7 @@ import {
 import { ApiError, notFound } from "../api/api-error.ts";
 import type { ThreadReader } from "../nats/reader.ts";
 import { beforeArg, limitArg, threadArg, type RawRequest } from "../api/requests.ts";
+import { CoverageCache } from "./coverage.ts";
 import type { SearchIndexer } from "./indexer.ts";
 
 /** The search operation (SPEC §8), free of any transport. */
@@ -70,18 +71,20 @@ export type Search = (raw: RawRequest) => Promise<SearchReply>;
  * stored a moment ago is never missed. The snapshot gives each hit its line.
  */
 export function createSearch(
-  reader: Pick<ThreadReader, "snapshot" | "lastMessageSeq">,
+  reader: Pick<ThreadReader, "storedSnapshot" | "lastMessageSeq">,
   indexer: SearchIndexer,
   options: SearchOptions = {},
 ): Search {
   const waitMs = options.waitMs ?? 2_000;
+  const coverage = new CoverageCache();
   return async (raw) => {
     const args = searchArgs(raw);
     const { thread } = args;
     const [snapshot, lastSeq] = await Promise.all([
-      reader.snapshot(thread),
+      reader.storedSnapshot(thread),
       reader.lastMessageSeq(thread),
     ]);
+    const { lines, boundary } = coverage.of(thread, snapshot);
     if (!snapshot && lastSeq === 0) {
       // Deleted (its erase ran before this index read the delete) or never existed.
       indexer.store().eraseGone(new Set(), thread);
@@ -99,8 +102,6 @@ export function createSearch(
     const page = indexer
       .store()
       .search(thread, planQuery(args.q), args.before ?? Number.MAX_SAFE_INTEGER, args.limit);
-    const lines = snapshot?.lines ?? [];
-    const boundary = snapshot?.boundary ?? 0;
     return {
       hits: page.hits.map((h) => ({
         id: h.position,
