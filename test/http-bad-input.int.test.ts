@@ -1,3 +1,4 @@
+import { request } from "node:http";
 import type { NatsConnection } from "@nats-io/transport-node";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -237,6 +238,34 @@ describe("a request reaches only the thread it names", () => {
       );
       const body = reply.json<{ error?: { code: string } }>();
       expect(body.error?.code, thread).toBe("BAD_THREAD_ID");
+    }
+  });
+});
+
+describe("an API open without a token (DNS rebinding)", () => {
+  /** GET `path` with the Host header given (fetch sends the URL's own). */
+  function getAs(host: string, path: string): Promise<{ status: number; text: string }> {
+    return new Promise((resolve, reject) => {
+      const req = request(`${base}${path}`, { headers: { host } }, (res) => {
+        let text = "";
+        res.on("data", (chunk: Buffer) => (text += chunk.toString()));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+      });
+      req.on("error", reject);
+      req.end();
+    });
+  }
+
+  it("answers a request naming a loopback host, and refuses one naming any other", async () => {
+    const port = new URL(base).port;
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`, "[::1]"]) {
+      expect((await getAs(host, "/threads/alpha/outline")).status, host).toBe(200);
+    }
+    for (const host of [`rebound.example:${port}`, "10.1.2.3"]) {
+      const r = await getAs(host, "/threads/alpha/outline");
+      expect(r.status, host).toBe(403);
+      expect(r.text).toContain("FORBIDDEN_HOST");
+      expect(r.text).not.toContain("alpha-secret");
     }
   });
 });

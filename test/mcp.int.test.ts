@@ -308,6 +308,27 @@ describe("MCP over HTTP", () => {
     );
   });
 
+  it("refuses a call from another site's web page (Origin), and serves its own", async () => {
+    const ping = { jsonrpc: "2.0", id: 1, method: "ping" };
+    const post = (origin: string) =>
+      fetch(`${base}/threads/${T}/mcp`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          origin,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify(ping),
+      });
+    const foreign = await post("https://evil.example");
+    expect(foreign.status).toBe(403);
+    expect(await foreign.json()).toMatchObject({ error: { code: "FORBIDDEN_ORIGIN" } });
+    const own = await post(new URL(base).origin);
+    expect(own.status).toBe(200);
+    expect(await own.json()).toMatchObject({ id: 1, result: {} });
+  });
+
   it("answers a bad thread id, GET and a body that is not JSON with clear errors", async () => {
     const auth = { authorization: `Bearer ${TOKEN}` };
     const bad = await fetch(`${base}/threads/no%20good/mcp`, { method: "POST", headers: auth });

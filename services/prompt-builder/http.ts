@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { checkHost, checkOrigin } from "../api/origin.ts";
 import { bearerMatches } from "../api/access.ts";
 import { ApiError, errorBody } from "../api/api-error.ts";
 import type { Explorer } from "../explorer/explorer.ts";
@@ -200,8 +201,14 @@ export function createHttpServer(options: HttpOptions): Server {
         `the request target is ${target.length} characters; at most ${MAX_URL} are served: send shorter arguments`,
       );
     }
+    // What needs no token needs no host either: it holds no thread's data.
+    const path = target.split("?", 1)[0];
+    if (path !== "/healthz" && path !== "/openapi.json") {
+      checkHost(req.headers.host, options.token === undefined);
+    }
     // MCP is POSTed JSON-RPC: its own methods and body limit (mcp-http.ts), the same token.
     if (options.mcp?.serves(target)) {
+      checkOrigin(req.headers.origin, req.headers.host);
       authorize(req, res);
       return options.mcp.handle(req, res);
     }

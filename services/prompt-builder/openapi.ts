@@ -43,6 +43,9 @@ const common = {
   "401": error("UNAUTHORIZED: OUTLINE_API_TOKEN is set and the bearer token is missing or wrong.", {
     "WWW-Authenticate": { schema: { type: "string" } },
   }),
+  "403": error(
+    "FORBIDDEN_HOST: OUTLINE_API_TOKEN is not set and the Host header names no loopback host (a guard against DNS rebinding).",
+  ),
   "404": error("THREAD_NOT_FOUND: no outline and no messages for the thread."),
   "405": error("METHOD_NOT_ALLOWED: every route is GET (or HEAD).", {
     Allow: { schema: { type: "string" } },
@@ -201,6 +204,9 @@ export const OPENAPI = {
             "BAD_THREAD_ID (the path's thread id, the API's error); or a JSON-RPC error: a body that is not JSON or not a JSON-RPC message (-32700), an unsupported Mcp-Protocol-Version (-32000).",
           ),
           "401": common["401"],
+          "403": error(
+            "FORBIDDEN_ORIGIN: a browser page of another site (its Origin is neither this server nor a loopback one); FORBIDDEN_HOST as on every route.",
+          ),
           "405": error("METHOD_NOT_ALLOWED: only POST is served here (no sessions).", {
             Allow: { schema: { const: "POST" } },
           }),
@@ -225,6 +231,7 @@ export const OPENAPI = {
         responses: {
           "200": json(ref("ClusterAnswer"), "The cluster."),
           "401": common["401"],
+          "403": common["403"],
           "503": error(
             "CLUSTER_UNAVAILABLE (Retry-After: 2): the cluster bucket is electing a leader.",
             retryAfter,
@@ -254,6 +261,7 @@ export const OPENAPI = {
             content: { "text/plain": { schema: { type: "string" } } },
           },
           "401": common["401"],
+          "403": common["403"],
         },
       },
     },
