@@ -8,7 +8,7 @@ import { heldBack, initialThreadState, type ThreadState } from "../shared/thread
 export type { Effect, SnapshotChange, ThreadEvent } from "../shared/step.ts";
 
 /** The version of the persisted snapshot this machine writes (see `migrateSnapshot`). */
-export const SNAPSHOT_VERSION = 2;
+export const SNAPSHOT_VERSION = 3;
 
 export interface ThreadInput {
   thread: string;
@@ -40,14 +40,27 @@ export interface ThreadContext {
   effects: readonly Effect[];
 }
 
+/** How a slot left memory: at rest (`passivated`, `drained`) or not (the rest). */
+export type SlotEnd = "passivated" | "drained" | "lost" | "failed" | "abandoned";
+
 /** What the host tells the machine about its lifecycle, besides the thread's own events. */
 export type HostEvent =
   /** The stored state is read (none for a new thread); `erasing`: a delete was cut short. */
   | { type: "loaded"; core?: ThreadState; erasing?: boolean }
   /** Every purge of a deleted thread is done. */
   | { type: "erase.done" }
-  /** Idle: the state is stored and the actor leaves memory. */
-  | { type: "passivate" };
+  /** A save is due: its linger ran out, or the worker caught up. */
+  | { type: "save.due" }
+  /** The loop starts the due save. */
+  | { type: "save.started" }
+  /** Idle for a while (`forRoom`: at rest, to make room under the actor cap): leave memory. */
+  | { type: "passivate"; forRoom?: boolean }
+  /** Events came during the passivation's writes: the thread stays. */
+  | { type: "passivate.cancel" }
+  /** The worker stops, or the thread's partition moves: final writes, then leave memory. */
+  | { type: "drain" }
+  /** The slot leaves memory; the actor is stopped right after. */
+  | { type: "end"; end: SlotEnd };
 
 /** What the actor is doing, most pressing first: the substates of `active`. */
 export type Activity = "merging" | "cutting" | "summarizing" | "idle";
@@ -97,6 +110,8 @@ const machineSetup = setup({
     unhosted: ({ context }) => !context.hosted,
     erasing: ({ event }) => event.type === "loaded" && event.erasing === true,
     deletedCore: ({ event }) => event.type === "loaded" && event.core?.deleted === true,
+    forRoom: ({ event }) => event.type === "passivate" && event.forRoom === true,
+    ends: ({ event }, end: SlotEnd) => event.type === "end" && event.end === end,
   },
 });
 
@@ -134,7 +149,7 @@ const threadEvents = {
   "jobs.resume": { actions: apply },
   "outbox.published": { actions: apply },
   "settings.changed": { actions: apply },
-  "thread.deleted": { target: "#thread.erasing", actions: apply },
+  "thread.deleted": { target: "#thread.thread.erasing", actions: apply },
 } as const;
 
 /** What a deleted thread takes: the step refuses each (a skipped effect the host acts on). */
@@ -143,59 +158,130 @@ const refusedEvents = {
   "thread.deleted": { actions: apply },
 } as const;
 
+/** `end` from any state of the slot but `ended`: to the end it names. */
+const ends = (["passivated", "drained", "lost", "failed", "abandoned"] as const).map((end) => ({
+  guard: { type: "ends", params: end } as const,
+  target: `#thread.slot.ended.${end}`,
+}));
+
+/** The state value of a thread doing `thread` in a slot that is open. */
+function valueOf(thread: string | Record<string, string>): Record<string, unknown> {
+  return { thread, slot: "open" };
+}
+
 /**
- * The thread actor: the chart an operator debugs, over the pure step (shared/step.ts). It runs
- * no I/O: each event's effects (`requestSummary`, `snapshotChanged`, `skipped`, `erased`) are
- * left in the context for the host, and summaries come back as events keyed by (level, index),
- * so a persisted snapshot holds no promise and no timer.
+ * The thread actor: the chart an operator debugs, over the pure step (shared/step.ts). Two
+ * regions side by side: `thread`, what the thread's log has made of it (loaded, its activity, a
+ * backlog, a delete); `slot`, what its host is doing with it (open to events, a save due, a
+ * passivation or a drain under way, ended). It runs no I/O: each event's effects
+ * (`requestSummary`, `snapshotChanged`, `skipped`, `erased`) are left in the context for the
+ * host, and summaries come back as events keyed by (level, index), so a persisted snapshot holds
+ * no promise and no timer.
  */
 export const threadMachine = machineSetup.createMachine({
   id: "thread",
   context: ({ input }) => initialContext(input),
-  initial: "loading",
+  type: "parallel",
   states: {
-    /** The host reads the stored state (KV, then the tail from CHAT and texts from HISTORY). */
-    loading: {
-      always: { guard: "unhosted", target: "active" },
-      on: {
-        loaded: [
-          { guard: "erasing", target: "erasing", actions: load },
-          { guard: "deletedCore", target: "deleted", actions: load },
-          { target: "active", actions: load },
-        ],
-      },
-    },
-    active: {
-      initial: "idle",
-      // Below the substates' routes: a backlog is entered once the activity is settled.
-      always: { guard: "backlogged", target: "backlog" },
-      on: { ...threadEvents, passivate: "passivated" },
+    thread: {
+      initial: "loading",
       states: {
-        idle: { always: routeFrom("idle") },
-        /** Summaries asked for, none of them blocking a cut yet. */
-        summarizing: { always: routeFrom("summarizing") },
-        /** A cut is decided and waits for its leaving leaves (`waitingFor`). */
-        cutting: { always: routeFrom("cutting") },
-        /** A merge batch waits for a parent being built (`waitingFor`). */
-        merging: { always: routeFrom("merging") },
+        /** The host reads the stored state (KV, then the tail from CHAT and texts from HISTORY). */
+        loading: {
+          always: { guard: "unhosted", target: "active" },
+          on: {
+            loaded: [
+              { guard: "erasing", target: "erasing", actions: load },
+              { guard: "deletedCore", target: "deleted", actions: load },
+              { target: "active", actions: load },
+            ],
+          },
+        },
+        active: {
+          initial: "idle",
+          // Below the substates' routes: a backlog is entered once the activity is settled.
+          always: { guard: "backlogged", target: "backlog" },
+          on: threadEvents,
+          states: {
+            idle: { always: routeFrom("idle") },
+            /** Summaries asked for, none of them blocking a cut yet. */
+            summarizing: { always: routeFrom("summarizing") },
+            /** A cut is decided and waits for its leaving leaves (`waitingFor`). */
+            cutting: { always: routeFrom("cutting") },
+            /** A merge batch waits for a parent being built (`waitingFor`). */
+            merging: { always: routeFrom("merging") },
+          },
+        },
+        /** So many whole messages wait for summaries that new chat events wait in the stream. */
+        backlog: {
+          always: { guard: not("backlogged"), target: "active" },
+          on: threadEvents,
+        },
+        /** thread.deleted applied: the host purges CHAT, HISTORY, the id index and the snapshot. */
+        erasing: {
+          always: { guard: "unhosted", target: "deleted" },
+          on: { ...refusedEvents, "erase.done": "deleted" },
+        },
+        /** Erased. Later messages are refused (the host dead-letters them), summaries ignored. */
+        deleted: { on: refusedEvents },
       },
     },
-    /** So many whole messages wait for summaries that new chat events wait in the stream. */
-    backlog: {
-      always: { guard: not("backlogged"), target: "active" },
-      on: threadEvents,
+    slot: {
+      initial: "open",
+      states: {
+        /** Events are applied as they come, each burst saved before it is acknowledged. */
+        open: {
+          on: {
+            "save.due": "saving",
+            passivate: [{ guard: "forRoom", target: "passivating.room" }, "passivating"],
+            drain: "draining",
+            end: ends,
+          },
+        },
+        /** A save is due (its linger ran out, or the worker caught up): the loop writes it next. */
+        saving: {
+          on: {
+            "save.started": "open",
+            passivate: [{ guard: "forRoom", target: "passivating.room" }, "passivating"],
+            drain: "draining",
+            end: ends,
+          },
+        },
+        /**
+         * Final writes, then out of memory unless events came meanwhile (`passivate.cancel`).
+         * Their writes save whatever a save due would have.
+         */
+        passivating: {
+          initial: "idle",
+          on: { "passivate.cancel": "open", drain: "draining", end: ends },
+          states: {
+            /** Idle for a while (the worker's idle sweep). */
+            idle: {},
+            /** At rest, to make room under the actor cap for a thread waiting. */
+            room: {},
+          },
+        },
+        /** The worker stops or the partition moves: queued events applied or left, final writes. */
+        draining: { on: { end: ends } },
+        /** Out of memory; the next event for the thread loads it again in a new slot. */
+        ended: {
+          // Always entered by name (`end`); XState asks for an initial state all the same.
+          initial: "passivated",
+          states: {
+            /** Stored at rest after being idle. */
+            passivated: { type: "final" },
+            /** Stored at rest by a drain. */
+            drained: { type: "final" },
+            /** Another writer won the state's fence: the thread is someone else's now. */
+            lost: { type: "final" },
+            /** An error; nothing of the burst was acknowledged, so its events come back. */
+            failed: { type: "final" },
+            /** A hard stop: nothing more written or acknowledged. */
+            abandoned: { type: "final" },
+          },
+        },
+      },
     },
-    /** thread.deleted applied: the host purges CHAT, HISTORY, the id index and the snapshot. */
-    erasing: {
-      always: { guard: "unhosted", target: "deleted" },
-      on: { ...refusedEvents, "erase.done": "deleted" },
-    },
-    /** Erased. Later messages are refused (the host dead-letters them), summaries ignored. */
-    deleted: {
-      on: { ...refusedEvents, passivate: "passivated" },
-    },
-    /** Stored and out of memory; the next event loads it again. */
-    passivated: { type: "final" },
   },
 });
 
@@ -212,7 +298,7 @@ export function newThreadSnapshot(input: ThreadInput): Snapshot<unknown> {
     status: "active",
     output: undefined,
     error: undefined,
-    value: { active: activityOf(context.core) },
+    value: valueOf({ active: activityOf(context.core) }),
     historyValue: {},
     children: {},
     context,
@@ -228,9 +314,9 @@ export interface PersistedThreadSnapshot {
 
 /**
  * A persisted snapshot as this machine restores it, without effects (those of the step before
- * the save ran then). Version 1 (no `version`, before issue 14) had flat states (`idle`,
- * `summarizing`, `cutting`, `merging`, `deleted`, the transient `route`) and only the core in its
- * context.
+ * the save ran then), its slot open. Version 2 had the thread's states alone (no `slot` region).
+ * Version 1 (no `version`) had flat states (`idle`, `summarizing`, `cutting`, `merging`,
+ * `deleted`, the transient `route`) and only the core in its context.
  */
 export function migrateSnapshot(
   persisted: PersistedThreadSnapshot,
@@ -242,8 +328,16 @@ export function migrateSnapshot(
       ? persisted
       : { ...persisted, context: { ...context, effects: NO_EFFECTS } };
   }
+  if (context.version === 2) {
+    const value = valueOf(persisted.value as string | Record<string, string>);
+    return {
+      ...persisted,
+      value,
+      context: { ...context, version: SNAPSHOT_VERSION, effects: NO_EFFECTS },
+    };
+  }
   const core = context.core;
-  const value = core.deleted ? "deleted" : { active: activityOf(core) };
+  const value = valueOf(core.deleted ? "deleted" : { active: activityOf(core) });
   const migrated: ThreadContext = {
     version: SNAPSHOT_VERSION,
     core,

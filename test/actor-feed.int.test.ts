@@ -154,8 +154,11 @@ describe("the actor feed", () => {
     const report = (await explorer.states(["feed-w"], { transitions: true, ...ANSWERED })).get(
       "feed-w",
     );
-    expect(report?.state).toBe("active.idle");
-    expect(report?.transitions?.at(-1)).toMatchObject({ to: "active.idle", count: 30 });
+    expect(report?.state).toBe("slot.open,thread.active.idle");
+    expect(report?.transitions?.at(-1)).toMatchObject({
+      to: "slot.open,thread.active.idle",
+      count: 30,
+    });
   });
 
   it("stops waiting once every worker has answered, even for threads none holds", async () => {
@@ -172,7 +175,14 @@ describe("the actor feed", () => {
       callback: (_, msg) => {
         const reply: ActorStatesReply = {
           worker: "slow:1",
-          actors: [{ thread: "held-late", worker: "slow:1", state: "active.idle", since: 1 }],
+          actors: [
+            {
+              thread: "held-late",
+              worker: "slow:1",
+              state: "slot.open,thread.active.idle",
+              since: 1,
+            },
+          ],
           workers: 2,
         };
         // Later than single mode's quiet time: found only because the count says to wait.

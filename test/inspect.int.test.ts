@@ -60,7 +60,7 @@ describe("outline inspect", () => {
         seq: i + 1,
       });
     }
-    const summarizing = () => !actor.getSnapshot().matches({ active: "idle" });
+    const summarizing = () => !actor.getSnapshot().matches({ thread: { active: "idle" } });
     expect(summarizing()).toBe(true);
     const pending = [...actor.getSnapshot().context.core.inflight];
     for (const ref of pending)
@@ -71,12 +71,12 @@ describe("outline inspect", () => {
     const untimed = lines.map((l) => l.slice(14));
     expect(untimed.slice(0, 7)).toEqual([
       expect.stringMatching(/^insp-a {2}actor registered \(session x:\d+\)$/),
-      "insp-a  (new) --xstate.init--> active.idle  (count=0 boundary=0 lines=0 jobs=0)",
-      "insp-a  active.idle --message.created--> active.idle  (count=1 boundary=0 lines=0 jobs=0 held=1)",
-      "insp-a  active.idle --message.created--> active.cutting  (count=2 boundary=0 lines=0 jobs=2 waits=0+1)",
-      "insp-a  active.cutting --message.created--> active.cutting  (count=3 boundary=0 lines=0 jobs=3 waits=0+1)",
-      "insp-a  active.cutting --message.created--> active.cutting  (count=4 boundary=0 lines=0 jobs=4 waits=0+1)",
-      "insp-a  active.cutting --summary.built--> active.cutting  (count=4 boundary=1 lines=1 jobs=3 waits=1+1)",
+      "insp-a  (new) --xstate.init--> slot.open,thread.active.idle  (count=0 boundary=0 lines=0 jobs=0)",
+      "insp-a  slot.open,thread.active.idle --message.created--> slot.open,thread.active.idle  (count=1 boundary=0 lines=0 jobs=0 held=1)",
+      "insp-a  slot.open,thread.active.idle --message.created--> slot.open,thread.active.cutting  (count=2 boundary=0 lines=0 jobs=2 waits=0+1)",
+      "insp-a  slot.open,thread.active.cutting --message.created--> slot.open,thread.active.cutting  (count=3 boundary=0 lines=0 jobs=3 waits=0+1)",
+      "insp-a  slot.open,thread.active.cutting --message.created--> slot.open,thread.active.cutting  (count=4 boundary=0 lines=0 jobs=4 waits=0+1)",
+      "insp-a  slot.open,thread.active.cutting --summary.built--> slot.open,thread.active.cutting  (count=4 boundary=1 lines=1 jobs=3 waits=1+1)",
     ]);
   });
 

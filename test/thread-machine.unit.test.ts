@@ -37,10 +37,10 @@ function answer(actor: ReturnType<typeof recordingActor>["actor"], job: SummaryJ
 describe("thread machine", () => {
   it("transitions are pure: idle → summarizing → cutting, without running effects", () => {
     let snap = threadMachine.resolveState({
-      value: { active: "idle" },
+      value: { thread: { active: "idle" }, slot: "open" },
       context: createActor(threadMachine, { input }).getSnapshot().context,
     });
-    expect(stateName(snap.value)).toBe("active.idle");
+    expect(stateName(snap.value)).toBe("slot.open,thread.active.idle");
     const states = new Set<string>();
     for (let i = 0; i < 20; i++) {
       // Long messages: never free, so only answers could move the outline.
@@ -53,8 +53,8 @@ describe("thread machine", () => {
       snap = getNextSnapshot(threadMachine, snap, event);
       states.add(stateName(snap.value));
     }
-    expect(states).toContain("active.summarizing");
-    expect(states).toContain("active.cutting");
+    expect(states).toContain("slot.open,thread.active.summarizing");
+    expect(states).toContain("slot.open,thread.active.cutting");
     expect(snap.context.core.count).toBe(20);
     // Jobs were handed out (inflight) but nobody answered: the outline has not moved.
     expect(snap.context.core.inflight.length).toBe(settings.concurrency);
@@ -75,7 +75,7 @@ describe("thread machine", () => {
     while (answered < jobs.length) answer(actor, jobs[answered++] as SummaryJob);
     const core = actor.getSnapshot().context.core;
     expect(core.boundary).toBeGreaterThan(0);
-    expect(stateName(actor.getSnapshot().value)).toBe("active.idle");
+    expect(stateName(actor.getSnapshot().value)).toBe("slot.open,thread.active.idle");
     expect(changes.at(-1)).toBe(40);
     // A late duplicate answer is ignored.
     const before = actor.getSnapshot().context.core;
@@ -153,7 +153,7 @@ describe("thread machine", () => {
     for (let i = 0; i < 10; i++)
       actor.send({ type: "message.created", message: makeMessage("m1", i, text(i)), seq: i + 1 });
     actor.send({ type: "thread.deleted", at: "2026-01-02T00:00:00Z", seq: 11 });
-    expect(actor.getSnapshot().value).toBe("deleted");
+    expect(stateName(actor.getSnapshot().value)).toBe("slot.open,thread.deleted");
     expect(erased).toEqual(["m1"]);
     const core = actor.getSnapshot().context.core;
     expect(core).toMatchObject({ deleted: true, count: 0, tail: [], outline: [], seq: 11 });
@@ -161,7 +161,7 @@ describe("thread machine", () => {
     actor.send({ type: "thread.deleted", at: "2026-01-03T00:00:00Z", seq: 13 });
     expect(skipped).toEqual(["rejected", "duplicate"]);
     expect(erased).toEqual(["m1"]);
-    expect(actor.getSnapshot().value).toBe("deleted");
+    expect(stateName(actor.getSnapshot().value)).toBe("slot.open,thread.deleted");
     expect(actor.getSnapshot().context.core.count).toBe(0);
   });
 
@@ -209,4 +209,57 @@ describe("thread machine", () => {
     expect(seen[0]).toBe("skipped duplicate");
     expect(seen.at(-1)).toBe(`changed ${before.seq} ${before.count} ${before.boundary}`);
   });
+
+  it("the slot region: a save due, a passivation given up or for room, a drain, each end; the thread's events apply beside it", () => {
+    const actor = createActor(threadMachine, { input: { ...input, hosted: true } }).start();
+    const name = () => stateName(actor.getSnapshot().value);
+    expect(name()).toBe("slot.open,thread.loading");
+    actor.send({ type: "loaded" });
+    actor.send({ type: "save.due" });
+    expect(name()).toBe("slot.saving,thread.active.idle");
+    actor.send({ type: "message.created", message: makeMessage("m1", 0, text(0)), seq: 1 });
+    expect(name()).toBe("slot.saving,thread.active.idle");
+    expect(actor.getSnapshot().context.core.count).toBe(1);
+    actor.send({ type: "save.started" });
+    expect(name()).toBe("slot.open,thread.active.idle");
+    actor.send({ type: "passivate" });
+    expect(name()).toBe("slot.passivating.idle,thread.active.idle");
+    // Its final writes save what a due save would.
+    actor.send({ type: "save.due" });
+    expect(name()).toBe("slot.passivating.idle,thread.active.idle");
+    actor.send({ type: "passivate.cancel" });
+    actor.send({ type: "passivate", forRoom: true });
+    expect(name()).toBe("slot.passivating.room,thread.active.idle");
+    actor.send({ type: "drain" });
+    expect(name()).toBe("slot.draining,thread.active.idle");
+    for (const event of ["save.due", "passivate", "passivate.cancel"] as const) {
+      actor.send({ type: event });
+      expect(name()).toBe("slot.draining,thread.active.idle");
+    }
+    actor.send({ type: "end", end: "drained" });
+    expect(name()).toBe("slot.ended.drained,thread.active.idle");
+    // Ended is ended: another end, a drain or a save due moves nothing.
+    for (const event of [{ type: "end", end: "failed" }, { type: "drain" }] as const) {
+      actor.send(event);
+      expect(name()).toBe("slot.ended.drained,thread.active.idle");
+    }
+  });
+
+  it.each(["passivated", "drained", "lost", "failed", "abandoned"] as const)(
+    "ends %s from any state of the slot but ended",
+    (end) => {
+      const before = [
+        [],
+        [{ type: "save.due" }],
+        [{ type: "passivate" }],
+        [{ type: "drain" }],
+      ] as const;
+      for (const events of before) {
+        const actor = createActor(threadMachine, { input }).start();
+        for (const event of events) actor.send(event);
+        actor.send({ type: "end", end });
+        expect(stateName(actor.getSnapshot().value)).toBe(`slot.ended.${end},thread.active.idle`);
+      }
+    },
+  );
 });

@@ -51,7 +51,7 @@ describe("persistedSnapshotOf", () => {
       expect(ours.context).toBe(actor.getSnapshot().context);
       values.add(stateName(actor.getSnapshot().value));
     }
-    expect(values).toContain("deleted");
+    expect(values).toContain("slot.open,thread.deleted");
     expect(values.size).toBeGreaterThan(2);
     expect(reused).toBeGreaterThan(40);
   });
@@ -70,7 +70,7 @@ describe("a new thread's actor", () => {
       createActor(threadMachine, { input: { thread: "f1", settings, hosted: true } }),
     ].map((actor) => actor.start());
     const [plain, loaded] = actors as [(typeof actors)[0], (typeof actors)[0]];
-    expect(loaded.getSnapshot().value).toBe("loading");
+    expect(stateName(loaded.getSnapshot().value)).toBe("slot.open,thread.loading");
     loaded.send({ type: "loaded" });
     expect(withoutHost(loaded.getPersistedSnapshot())).toBe(
       withoutHost(plain.getPersistedSnapshot()),
@@ -81,7 +81,7 @@ describe("a new thread's actor", () => {
         actor.send({ type: "message.created", message: makeMessage("f1", i, text), seq: i + 1 });
       expect(loaded.getSnapshot().value).toEqual(plain.getSnapshot().value);
     }
-    expect(plain.getSnapshot().matches({ active: "idle" })).toBe(false);
+    expect(plain.getSnapshot().matches({ thread: { active: "idle" } })).toBe(false);
     expect(withoutHost(loaded.getPersistedSnapshot())).toBe(
       withoutHost(plain.getPersistedSnapshot()),
     );
@@ -106,7 +106,7 @@ describe("a hosted thread never stored", () => {
         actor.send({ type: "message.created", message: makeMessage("n1", i, text), seq: i + 1 });
       expect(fresh.getSnapshot().value).toEqual(loaded.getSnapshot().value);
     }
-    expect(stateName(fresh.getSnapshot().value)).not.toBe("active.idle");
+    expect(stateName(fresh.getSnapshot().value)).not.toBe("slot.open,thread.active.idle");
     same();
   });
 });

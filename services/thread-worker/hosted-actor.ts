@@ -3,7 +3,13 @@ import { InvariantError } from "../../shared/errors.ts";
 import type { SummaryJob } from "../../shared/jobs.ts";
 import type { Effect } from "../../shared/step.ts";
 import { findBuilt, type ThreadState } from "../../shared/thread.ts";
-import { newThreadSnapshot, threadMachine, type ThreadMachine } from "../../machines/thread.ts";
+import {
+  newThreadSnapshot,
+  threadMachine,
+  type HostEvent,
+  type SlotEnd,
+  type ThreadMachine,
+} from "../../machines/thread.ts";
 import type { Item } from "./slot-queue.ts";
 import { SummaryJobs, type RequestedJob } from "./summary-jobs.ts";
 import type { WorkerContext } from "./worker-context.ts";
@@ -12,6 +18,14 @@ export type Skipped = Extract<Effect, { type: "skipped" }>;
 
 /** An event the slot sends its actor. */
 export type ActorEvent = Parameters<Actor<ThreadMachine>["send"]>[0];
+
+/** A step of the slot's lifecycle the chart takes (its `slot` region). */
+export type SlotEvent = Exclude<HostEvent, { type: "loaded" } | { type: "erase.done" }>;
+
+/** The states of the chart's `slot` region, without their substates. */
+export type SlotState = "open" | "saving" | "passivating" | "draining" | "ended";
+
+type ThreadValue = ReturnType<Actor<ThreadMachine>["getSnapshot"]>["value"];
 
 /**
  * A thread's actor as its slot hosts it: events go in, the effects each step leaves in the
@@ -49,8 +63,15 @@ export class HostedActor {
     this.#actor ??= this.#createActor();
   }
 
-  /** A thread never stored: its actor starts loaded (there is nothing to read back). */
+  /**
+   * A thread never stored: its actor starts loaded (there is nothing to read back). One made
+   * already (a drain before the load) is told `loaded` with nothing, which leads to the same.
+   */
   createNew(): void {
+    if (this.#actor) {
+      this.load(undefined, false);
+      return;
+    }
     const actor = (this.#actor = this.#createActor(true));
     this.#ran = actor.getSnapshot().context.effects;
     this.#loaded = true;
@@ -105,20 +126,55 @@ export class HostedActor {
     return this.#actor.getSnapshot().context.core;
   }
 
+  #value(): ThreadValue | undefined {
+    return this.#actor?.getSnapshot().value;
+  }
+
   /** The chart holds a backlog: new chat events must wait in the stream. */
   backlogged(): boolean {
-    return this.#actor?.getSnapshot().value === "backlog";
+    return this.#value()?.thread === "backlog";
   }
 
   /** The chart is in `erasing`: a thread.deleted applied, its purges not all done. */
   get erasing(): boolean {
-    return this.#actor?.getSnapshot().value === "erasing";
+    return this.#value()?.thread === "erasing";
   }
 
   /** The chart is past a thread.deleted (`erasing`, `deleted`): the step refuses messages. */
   get refusing(): boolean {
-    const value = this.#actor?.getSnapshot().value;
-    return value === "erasing" || value === "deleted";
+    const thread = this.#value()?.thread;
+    return thread === "erasing" || thread === "deleted";
+  }
+
+  /** The chart's `slot` state; `open` before the actor is made. */
+  get slot(): SlotState {
+    const slot = this.#value()?.slot;
+    if (slot === undefined) return "open";
+    if (typeof slot === "string") return slot;
+    return "ended" in slot ? "ended" : "passivating";
+  }
+
+  /** How the slot ended, from the chart; undefined while it has not. */
+  get ended(): SlotEnd | undefined {
+    const slot = this.#value()?.slot;
+    return typeof slot === "object" && "ended" in slot ? slot.ended : undefined;
+  }
+
+  /** The passivation under way is to make room under the actor cap (`passivating.room`). */
+  get forRoom(): boolean {
+    const slot = this.#value()?.slot;
+    return typeof slot === "object" && "passivating" in slot && slot.passivating === "room";
+  }
+
+  /**
+   * Tells the chart a step of the slot's lifecycle; after the end, nothing (the actor is
+   * stopped). The actor is made if there is none yet: a slot may drain or end before its load.
+   */
+  host(event: SlotEvent): void {
+    if (this.ended) return;
+    const actor = this.actor;
+    actor.send(event);
+    this.#ctx.actorFeed.report(actor, actor.getSnapshot(), event.type);
   }
 
   /** Sends one event and runs the effects of its step; starts the summaries it asked for. */
@@ -151,17 +207,12 @@ export class HostedActor {
     return skips;
   }
 
-  /** Shown in the chart, then stopped: the state is stored and the actor leaves memory. */
-  stop(passivated: boolean): void {
-    const actor = this.#actor;
-    if (!actor) return;
-    if (passivated) actor.send({ type: "passivate" });
+  /** Shown in the chart (`slot.ended`), then stopped: the actor leaves memory. */
+  end(end: SlotEnd): void {
+    this.host({ type: "end", end });
+    const actor = this.actor;
     actor.stop();
-    this.#ctx.actorFeed.report(
-      actor,
-      actor.getSnapshot(),
-      passivated ? "passivate" : "xstate.stop",
-    );
+    this.#ctx.actorFeed.report(actor, actor.getSnapshot(), "xstate.stop");
   }
 
   #withUntil(core: ThreadState, job: SummaryJob): RequestedJob {

@@ -9,6 +9,7 @@ import { ChatReadError } from "./chat-reader.ts";
 import type { DeliveryEpoch } from "./delivery-ledger.ts";
 import { eraseThread } from "./eraser.ts";
 import { HostedActor } from "./hosted-actor.ts";
+import type { SlotEnd } from "../../machines/thread.ts";
 import { IdClaims } from "./id-claims.ts";
 import type { IntakeCursor } from "./intake.ts";
 import { errorText } from "./log.ts";
@@ -21,15 +22,18 @@ import { SnapshotSchedule } from "./snapshot-schedule.ts";
 import { StoredState } from "./stored-state.ts";
 import type { WorkerContext } from "./worker-context.ts";
 
-export type SlotEnd = "passivated" | "drained" | "lost" | "failed" | "abandoned";
+export type { SlotEnd } from "../../machines/thread.ts";
 
 /**
  * One thread's lifecycle: load, loop, drain, passivate, end. Events are applied strictly one
  * after the other, in delivery order, by a single loop; a burst of queued events is applied, its
  * effects made durable (free nodes on HISTORY, actor state in KV) and only then acknowledged,
  * with one state write per burst. Summaries run beside the loop and come back through the same
- * queue. The parts it drives each have a file: the actor it hosts, the queue, a burst, intake,
- * id claims, acks, the stored state, the snapshot schedule, the eraser and rejections.
+ * queue. The lifecycle's states are the chart's (its `slot` region: open, saving, passivating,
+ * draining, ended), which the slot tells of each step and reads back; it keeps only its
+ * scheduling (the loop running, a kick asked). The parts it drives each have a file: the actor it
+ * hosts, the queue, a burst, intake, id claims, acks, the stored state, the snapshot schedule,
+ * the eraser and rejections.
  */
 export class ThreadSlot {
   readonly thread: string;
@@ -52,24 +56,12 @@ export class ThreadSlot {
 
   #running: Promise<void> | undefined;
   #kickScheduled = false;
-  #ended: SlotEnd | undefined;
   #lastActivity = Date.now();
 
   /** Highest CHAT sequence handled (persisted with the state), and the delivery epoch joined. */
   readonly #cursor: IntakeCursor;
   /** Woken because the busy index lists the thread (not by an event). */
   #woken = false;
-  #saveDue = false;
-  #passivateWanted = false;
-  /** The loop is in the middle of a passivation's final writes. */
-  #passivatingNow = false;
-  /** The passivation asked for was to make room under the actor cap (ActorPool). */
-  #forRoom = false;
-  /**
-   * drain() runs: it alone drives the loop, and its final writes run outside it. A kick then
-   * (a save timer, the caught-up save, the idle sweep) would start a second loop beside them.
-   */
-  #draining = false;
 
   // A slot is made for every thread delivered: its parts share the slot's tools, and its
   // callbacks are made here, bound or unnamed (no per-slot spread or named closure, which tsx
@@ -93,7 +85,8 @@ export class ThreadSlot {
     this.#hosted = new HostedActor(ctx, thread, (item) => this.#enqueue(item));
     this.#ids = new IdClaims(tools);
     this.#acks = new AckLedger(ctx, () => {
-      this.#saveDue = true;
+      // Neither draining nor passivating take it: their final writes save what it would.
+      this.#hosted.host({ type: "save.due" });
       this.#kick();
     });
     this.#snapshots = new SnapshotSchedule(tools, () => this.#kick(), this.#cursor);
@@ -113,8 +106,9 @@ export class ThreadSlot {
     });
   }
 
+  /** How the slot ended (the chart's `slot.ended`); undefined while it has not. */
   get ended(): SlotEnd | undefined {
-    return this.#ended;
+    return this.#hosted.ended;
   }
 
   /** The thread's state, for tests and tools; undefined before the actor is loaded. */
@@ -138,7 +132,7 @@ export class ThreadSlot {
   }
 
   #enqueue(item: Item): void {
-    if (this.#ended) return;
+    if (this.#hosted.ended) return;
     this.#queue.push(item);
     this.#lastActivity = Date.now();
     this.#kick();
@@ -149,69 +143,80 @@ export class ThreadSlot {
    * registry wakes it then. Undefined when no node of it waits.
    */
   get retryAt(): number | undefined {
-    return this.#ended === "passivated" ? this.#retryAt : undefined;
+    return this.#hosted.ended === "passivated" ? this.#retryAt : undefined;
   }
 
   // -------------------------------------------------------------------------------------------
   // The loop
 
-  /** Starts the loop on the next turn, together with every other slot that has work then. */
+  /**
+   * Starts the loop on the next turn, together with every other slot that has work then. Not
+   * while draining: drain() alone drives the loop, and its final writes run outside it.
+   */
   #kick(): void {
-    if (this.#running || this.#ended || this.#kickScheduled || this.#draining) return;
+    if (this.#running || this.#kickScheduled) return;
+    const slot = this.#hosted.slot;
+    if (slot === "ended" || slot === "draining") return;
     this.#kickScheduled = true;
     this.#ctx.nextTurn.run(this.#kicked);
   }
 
   #kickNow(): void {
-    if (this.#running || this.#ended) return;
+    if (this.#running || this.#hosted.ended) return;
     this.#running = this.#loop()
       .catch((err: unknown) => this.#crashed(err))
       .finally(() => {
         this.#running = undefined;
+        const slot = this.#hosted.slot;
+        if (slot === "ended") return;
         const work = this.#queue.length > 0 && !this.#holdingOnly();
-        if (!this.#ended && (work || this.#snapshots.isDue || this.#saveDue)) this.#kick();
-        if (!this.#ended && !this.#kickScheduled) this.#onRest(this);
+        if (work || this.#snapshots.isDue || slot === "saving") this.#kick();
+        if (!this.#kickScheduled) this.#onRest(this);
       });
   }
 
   async #loop(): Promise<void> {
-    if (!this.#hosted.loaded) await this.#load();
-    while (!this.#ended) {
+    const hosted = this.#hosted;
+    if (!hosted.loaded) await this.#load();
+    for (;;) {
+      const slot = hosted.slot;
+      if (slot === "ended") return;
       const items =
         this.#queue.length > 0
-          ? this.#queue.next(this.#hosted.backlogged(), this.#ctx.maxBurst, this.#ctx.metrics)
+          ? this.#queue.next(hosted.backlogged(), this.#ctx.maxBurst, this.#ctx.metrics)
           : [];
       if (items.length > 0) {
         await this.#bursts.apply(items);
       } else if (this.#snapshots.isDue) {
         this.#snapshots.isDue = false;
         if (this.#snapshots.wanted) await this.#writeSnapshot();
-      } else if (this.#saveDue) {
-        this.#saveDue = false;
-        if (this.#hosted.dirty) await this.#save();
+      } else if (slot === "saving") {
+        hosted.host({ type: "save.started" });
+        if (hosted.dirty) await this.#save();
         else this.#acks.ackStored();
-      } else if (this.#passivateWanted) {
-        this.#passivateWanted = false;
-        this.#passivatingNow = true;
-        try {
-          await this.#finalWrites();
-          // Nothing arrived during the writes: the thread is at rest and can leave memory.
-          if (
-            this.#queue.length === 0 &&
-            this.#hosted.jobsBusy() === 0 &&
-            (await this.#stopWaitingOut())
-          ) {
-            this.#ctx.metrics.add(METRIC.passivations);
-            if (this.#forRoom) this.#ctx.metrics.add(METRIC.capPassivations);
-            this.#end("passivated");
-          }
-        } finally {
-          this.#passivatingNow = false;
-          this.#forRoom = false;
-        }
+      } else if (slot === "passivating") {
+        await this.#passivateNow();
       } else {
         return;
       }
+    }
+  }
+
+  /** The passivation asked: final writes, then out of memory unless events came meanwhile. */
+  async #passivateNow(): Promise<void> {
+    const hosted = this.#hosted;
+    const forRoom = hosted.forRoom;
+    try {
+      await this.#finalWrites();
+      // Nothing arrived during the writes: the thread is at rest and can leave memory.
+      if (this.#queue.length === 0 && hosted.jobsBusy() === 0 && (await this.#stopWaitingOut())) {
+        this.#ctx.metrics.add(METRIC.passivations);
+        if (forRoom) this.#ctx.metrics.add(METRIC.capPassivations);
+        this.#end("passivated");
+      }
+    } finally {
+      // Given up (or failed): open again, unless a drain took over meanwhile.
+      if (hosted.slot === "passivating") hosted.host({ type: "passivate.cancel" });
     }
   }
 
@@ -254,18 +259,17 @@ export class ThreadSlot {
   }
 
   #end(end: SlotEnd): void {
-    if (this.#ended) {
+    if (this.#hosted.ended) {
       // A save that failed after the end puts its events back: count them given up too.
       this.#ctx.deliveries.released(this.#acks.dropAll());
       return;
     }
-    this.#ended = end;
+    // Shown in the chart (`slot.ended.<end>`), then the actor leaves memory.
+    this.#hosted.end(end);
     // Events given up unacknowledged come back to a worker after the ack wait.
     this.#ctx.deliveries.released(this.#acks.dropAll() + this.#queue.clear());
     this.#snapshots.cancel();
     this.#acks.cancel();
-    // Shown in the chart: the state is stored and the actor leaves memory.
-    this.#hosted.stop(end === "passivated");
     this.#onEnd(this, end);
   }
 
@@ -277,7 +281,7 @@ export class ThreadSlot {
 
   #checkAlive(): void {
     // An abort always ends the slot (#stopNow), in the same turn: the end is the one check.
-    if (this.#ended) throw new StoppedError(`thread '${this.thread}'`);
+    if (this.#hosted.ended) throw new StoppedError(`thread '${this.thread}'`);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -291,22 +295,19 @@ export class ThreadSlot {
    */
   saveLingering(appliedBy = Number.POSITIVE_INFINITY): void {
     const since = this.#acks.unsavedSince;
-    if (this.#ended || this.#draining || since === undefined || since > appliedBy) return;
+    if (since === undefined || since > appliedBy) return;
+    const slot = this.#hosted.slot;
+    if (slot === "ended" || slot === "draining") return;
     this.#acks.saveNow();
   }
 
   /** Asks the loop to persist and stop the actor if it has been idle for `idleMs`. */
   passivateIfIdle(now: number, idleMs: number): void {
-    if (
-      this.#ended ||
-      this.#draining ||
-      this.#running ||
-      this.#queue.length > 0 ||
-      this.#hosted.jobsBusy() > 0
-    )
-      return;
+    if (this.#running || this.#queue.length > 0 || this.#hosted.jobsBusy() > 0) return;
     if (now - this.#lastActivity < idleMs) return;
-    this.#passivateWanted = true;
+    const slot = this.#hosted.slot;
+    if (slot === "ended" || slot === "draining") return;
+    this.#hosted.host({ type: "passivate" });
     this.#kick();
   }
 
@@ -318,12 +319,9 @@ export class ThreadSlot {
    */
   get evictable(): boolean {
     if (
-      this.#ended ||
-      this.#draining ||
+      this.#hosted.slot !== "open" ||
       this.#running ||
       this.#kickScheduled ||
-      this.#passivateWanted ||
-      this.#saveDue ||
       this.#hosted.erasing ||
       !this.#hosted.loaded ||
       this.#queue.length > 0 ||
@@ -340,7 +338,7 @@ export class ThreadSlot {
 
   /** A passivation was asked and has neither ended the slot nor been given up. */
   get passivating(): boolean {
-    return !this.#ended && (this.#passivateWanted || this.#passivatingNow);
+    return this.#hosted.slot === "passivating";
   }
 
   /**
@@ -349,8 +347,7 @@ export class ThreadSlot {
    */
   passivate(): boolean {
     if (!this.evictable) return false;
-    this.#passivateWanted = true;
-    this.#forRoom = true;
+    this.#hosted.host({ type: "passivate", forRoom: true });
     this.#kick();
     return true;
   }
@@ -364,7 +361,7 @@ export class ThreadSlot {
    * from the members joining it for as long as the backlog took (14 s in a join under load).
    */
   async drain(handover = false): Promise<void> {
-    this.#draining = true;
+    this.#hosted.host({ type: "drain" });
     if (handover) this.#ctx.deliveries.released(this.#queue.dropChat());
     await this.#hosted.stopJobs();
     this.#snapshots.cancel();
@@ -372,7 +369,7 @@ export class ThreadSlot {
     // Queued events are applied first (their loop may not have started yet).
     this.#kickNow();
     while (this.#running) await this.#running;
-    if (this.#ended) return;
+    if (this.#hosted.ended) return;
     try {
       await this.#finalWrites();
       this.#end("drained");

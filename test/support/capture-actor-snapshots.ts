@@ -79,14 +79,15 @@ capture("idle", (send, jobs) => {
   while (jobs.length > 0) send(answer(jobs.shift() as SummaryJob));
 });
 capture("summarizing", (send, _jobs, value) => {
-  for (let i = 0; value() !== "active.summarizing"; i++) send(message("summarizing", i));
+  for (let i = 0; value() !== "slot.open,thread.active.summarizing"; i++)
+    send(message("summarizing", i));
 });
 capture("cutting", (send) => {
   for (let i = 0; i < 14; i++) send(message("cutting", i));
 });
 capture("merging", (send, jobs, value) => {
   // Every job answered but the newest merge: a batch then waits for a parent being built.
-  for (let i = 0; value() !== "active.merging" && i < 2000; i++) {
+  for (let i = 0; value() !== "slot.open,thread.active.merging" && i < 2000; i++) {
     send(message("merging", i));
     for (;;) {
       const next = jobs.findIndex((j, k) => j.level === 0 || k < jobs.length - 1);

@@ -9,7 +9,7 @@ export function stateTone(state: string): string {
   if (s.includes("cut") || s.includes("merg") || s.includes("hold") || s.includes("backlog"))
     return "waiting";
   if (s.includes("summar") || s.includes("load")) return "working";
-  if (s.includes("passiv")) return "asleep";
+  if (s.includes("passiv") || s.includes("drain") || s.includes("ended")) return "asleep";
   return "rest";
 }
 
