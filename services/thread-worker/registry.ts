@@ -1,9 +1,10 @@
 import type { JsMsg } from "@nats-io/jetstream";
+import type { SlotEnd } from "../../machines/thread.ts";
 import type { ChatEventKind } from "../nats/subjects.ts";
 import { ActorPool } from "./actor-pool.ts";
 import type { DeliveryEpoch } from "./delivery-ledger.ts";
 import { METRIC } from "./metrics.ts";
-import { ThreadSlot, type SlotEnd } from "./thread-slot.ts";
+import { ThreadSlot } from "./thread-slot.ts";
 import type { WorkerContext } from "./worker-context.ts";
 
 /** What the registry hands a thread's slot: a delivered chat event, or a wake. */

@@ -1,6 +1,7 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import { pendingOf } from "../../shared/snapshot.ts";
 import type { ThreadState } from "../../shared/thread.ts";
+import type { SlotEnd } from "../../machines/thread.ts";
 import type { ChatEventKind } from "../nats/subjects.ts";
 import { AckLedger } from "./acks.ts";
 import { ActorStateError } from "./actor-store.ts";
@@ -9,7 +10,6 @@ import { ChatReadError } from "./chat-reader.ts";
 import type { DeliveryEpoch } from "./delivery-ledger.ts";
 import { eraseThread } from "./eraser.ts";
 import { HostedActor } from "./hosted-actor.ts";
-import type { SlotEnd } from "../../machines/thread.ts";
 import { IdClaims } from "./id-claims.ts";
 import type { IntakeCursor } from "./intake.ts";
 import { errorText } from "./log.ts";
@@ -21,8 +21,6 @@ import { SlotTools } from "./slot-tools.ts";
 import { SnapshotSchedule } from "./snapshot-schedule.ts";
 import { StoredState } from "./stored-state.ts";
 import type { WorkerContext } from "./worker-context.ts";
-
-export type { SlotEnd } from "../../machines/thread.ts";
 
 /**
  * One thread's lifecycle: load, loop, drain, passivate, end. Events are applied strictly one
