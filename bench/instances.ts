@@ -204,7 +204,8 @@ async function joins(): Promise<Record<string, number>> {
     rounds.push(r);
     console.log(
       `  join ${i + 1}: /healthz → share ${r.healthToShare.map((ms) => (ms / 1000).toFixed(1)).join(", ")} s ` +
-        `(spawn → /healthz ${r.spawnToHealth.map((ms) => (ms / 1000).toFixed(1)).join(", ")} s); ` +
+        `(spawn → /healthz ${r.spawnToHealth.map((ms) => (ms / 1000).toFixed(1)).join(", ")} s; ` +
+        `last /healthz → settled ${(r.lastHealthToSettled / 1000).toFixed(1)} s); ` +
         `${r.leases} leases written (${PARTITIONS_JOINED} without moves)`,
     );
   }

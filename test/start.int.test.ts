@@ -477,7 +477,9 @@ setInterval(() => {}, 1000);`,
     );
     expect(code).toBe(0);
     expect(existsSync(join(dir, "taken"))).toBe(true);
-    expect(lines).toContain("outline is starting (the HTTP API is not answering yet)");
+    expect(lines).toContain(
+      "outline is starting (GET /healthz is not healthy yet: the HTTP API or the worker's join)",
+    );
     expect(lines).not.toContain("outline is running");
   });
 

@@ -1,10 +1,11 @@
 // Joining under load (issue 48): three instances (`npm start`, each a worker and a
 // prompt-builder) started at once on a local 3-node cluster (R3, 32 partitions, as `npm run
-// cluster` runs it) while the heavy load is published. Per instance: from its first answer to
-// /healthz until its worker reads its share of the partitions (it holds ⌊32/3⌋ or more leases,
-// every lease is held by a live member, and its worker logged each of its partitions taken, so
-// their consumers are open), and how many leases the whole join wrote (32 at best: each
-// partition taken once, none handed over).
+// cluster` runs it) while the heavy load is published. Per instance: from its first healthy
+// answer to /healthz until its worker reads its share of the partitions (all three are live, it
+// holds ⌊32/3⌋ or more leases, and its worker logged each of them taken, so their consumers are
+// open); from the last instance's healthy /healthz until the cluster settled (every lease a live
+// member's as well); and how many leases the whole join wrote (32 at best: each partition taken
+// once, none handed over).
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,6 +32,8 @@ export interface JoinRound {
   healthToShare: number[];
   /** Per instance: spawned → first /healthz answer, ms. */
   spawnToHealth: number[];
+  /** The last instance's first /healthz answer → every lease a live member's, each its share. */
+  lastHealthToSettled: number;
   /** Leases written until every instance held its share: 32 when none was handed over. */
   leases: number;
 }
@@ -143,9 +146,11 @@ export async function joinRound(threads: number, perThread: number): Promise<Joi
     }
     const health: (number | undefined)[] = ports.map(() => undefined);
     const share: (number | undefined)[] = ports.map(() => undefined);
+    let settled: number | undefined;
     const view = clusterView(nc, names);
     const deadline = performance.now() + 180_000;
-    while (share.some((t) => t === undefined)) {
+    // Until each instance has answered /healthz and read its share, and the cluster settled.
+    while (settled === undefined || [...share, ...health].some((t) => t === undefined)) {
       if (performance.now() > deadline)
         throw new Error(
           `the instances did not split the partitions in 180 s:\n${children.map((c) => c.output()).join("\n")}`,
@@ -157,20 +162,23 @@ export async function joinRound(threads: number, perThread: number): Promise<Joi
       );
       const v = await view().catch(() => undefined);
       const live = v?.members.filter((m) => m.live) ?? [];
-      const owners = Object.values(v?.leases ?? {});
-      const whole =
-        live.length === INSTANCES &&
-        owners.length === PARTITIONS &&
-        owners.every((o) => live.some((m) => m.id === o));
+      const leases = Object.entries(v?.leases ?? {});
       const now = performance.now();
-      for (const m of whole ? live : []) {
-        const held = Object.entries(v?.leases ?? {}).filter(([, o]) => o === m.id);
+      // A member's share: all three heard, and it reads ⌊32/3⌋ or more partitions it leases. A
+      // hand-over between two others (their leases briefly free) does not hold it back.
+      let shares = 0;
+      for (const m of live.length === INSTANCES ? live : []) {
+        const held = leases.filter(([, o]) => o === m.id);
         if (held.length < Math.floor(PARTITIONS / INSTANCES)) continue;
         // Which instance: its worker is a child of the instance's process.
         const i = children.findIndex((c) => isDescendant(m.pid, c.pid));
-        if (i < 0 || share[i] !== undefined) continue;
-        if (held.every(([k]) => reading[i]?.has(Number(k)))) share[i] = now;
+        if (i < 0 || !held.every(([k]) => reading[i]?.has(Number(k)))) continue;
+        shares++;
+        share[i] ??= now;
       }
+      // Settled: every lease a live member's, each member its share.
+      if (shares === INSTANCES && leases.length === PARTITIONS && settled === undefined)
+        if (leases.every(([, o]) => live.some((m) => m.id === o))) settled = now;
       await new Promise((r) => setTimeout(r, 100));
     }
     watching = false;
@@ -179,8 +187,9 @@ export async function joinRound(threads: number, perThread: number): Promise<Joi
     publishing = false;
     await publisher;
     return {
-      healthToShare: share.map((t, i) => Math.max(0, (t as number) - (health[i] ?? t ?? 0))),
-      spawnToHealth: health.map((t, i) => (t ?? 0) - (spawned[i] as number)),
+      healthToShare: share.map((t, i) => Math.max(0, (t as number) - (health[i] as number))),
+      spawnToHealth: health.map((t, i) => (t as number) - (spawned[i] as number)),
+      lastHealthToSettled: Math.max(0, settled - Math.max(...(health as number[]))),
       leases,
     };
   } finally {

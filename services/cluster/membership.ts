@@ -64,6 +64,11 @@ export interface Membership {
    * included: the workers that may hold threads now.
    */
   heard(): number;
+  /**
+   * Resolves the first time a plan ends with this member reading every partition the assignment
+   * gives it among the members it hears (its share): an instance is ready then, not before.
+   */
+  readonly joined: Promise<void>;
   /** Drains and lets every partition go at once, then leaves the bucket. */
   leave(): Promise<void>;
   /** Crash simulation: stops heartbeating, lets nothing go. */
@@ -194,6 +199,16 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
   };
 
   let lastPlan: LeasePlan | undefined;
+  let joinedNow: () => void = () => {};
+  const joined = new Promise<void>((resolve) => (joinedNow = resolve));
+  /** The owner of each partition by the assignment among the members heard now. */
+  const ownersNow = (): string[] => {
+    const now = Date.now();
+    const { heartbeats } = heartbeatsAt(beats, id, now, heardAt, failoverMs, leaving);
+    return assignPartitions(partitions, liveMembers(heartbeats, now, failoverMs));
+  };
+  /** Every partition assigned to this member is open (at a plan's end: what it took is read). */
+  const holdsShare = (): boolean => ownersNow().every((owner, k) => owner !== id || owned.has(k));
   // Reconciles one at a time; an event during a run asks for one more run after it.
   let running: Promise<void> | undefined;
   let again = false;
@@ -230,6 +245,9 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
       return;
     }
     running = reconcile()
+      .then(() => {
+        if (!leaving && deferred.size === 0 && holdsShare()) joinedNow();
+      })
       .catch((err: unknown) => log.warn(`cluster: ${(err as Error).message}; retrying`))
       .finally(() => {
         running = undefined;
@@ -259,15 +277,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
 
   /** Of `ks`, those the assignment gives another live member now. */
   const assignedElsewhere = (ks: readonly number[]): number[] => {
-    const now = Date.now();
-    const owners = assignPartitions(
-      partitions,
-      liveMembers(
-        heartbeatsAt(beats, id, now, heardAt, failoverMs, leaving).heartbeats,
-        now,
-        failoverMs,
-      ),
-    );
+    const owners = ownersNow();
     return ks.filter((k) => owners[k] !== id);
   };
   /** Leases of ours whose consumers were not opened (waves): read again by the next plan. */
@@ -437,6 +447,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
     id,
     owned: () => [...owned].sort((a, b) => a - b),
     heard: () => heardCount,
+    joined,
     async leave() {
       if (stopped) return;
       leaving = true;

@@ -7,7 +7,8 @@ import { ensureTopology } from "../nats/topology.ts";
 import { withServerPartitions } from "../nats/partition-probe.ts";
 import { apiToken } from "../api/access.ts";
 import { createExplorer } from "../explorer/explorer.ts";
-import { natsHealth } from "./health.ts";
+import { instanceHealth, natsHealth } from "./health.ts";
+import { askJoin, instanceOf, joinSubject } from "../cluster/instance.ts";
 import { createHttpServer, listen } from "./http.ts";
 import { operationsBackend } from "./mcp.ts";
 import { createMcpHttp } from "./mcp-http.ts";
@@ -27,6 +28,7 @@ async function main(): Promise<void> {
   for (const warning of config.warnings) log(`prompt-builder: warning: ${warning}`);
   const { host, port } = config.settings;
   const token = apiToken(host, config.values);
+  const instance = instanceOf(config.values);
   const { url, from } = natsUrlSource(config);
   const nc = await connectNats({ url, from, name: "outline-prompt-builder", auth: config.auth });
   // Events the server's mapping stored with a partition token are read in that form too.
@@ -78,7 +80,13 @@ async function main(): Promise<void> {
   const server = createHttpServer({
     operations,
     metrics,
-    health: natsHealth(nc),
+    // Under `npm start` healthy once its own worker joined, not merely once this one listens.
+    health:
+      instance === undefined
+        ? natsHealth(nc)
+        : instanceHealth(natsHealth(nc), () =>
+            askJoin(nc, joinSubject(config.names, instance), 1_000),
+          ),
     token,
     log,
     explorer,

@@ -299,6 +299,13 @@ export const schemas = {
           error: { type: "string" },
         },
       },
+      worker: {
+        type: "object",
+        description:
+          "Under npm start only: this instance's thread worker. `joined` once it reads its share of the partitions (single mode: once it consumes); until then the instance is not healthy.",
+        required: ["joined", "state"],
+        properties: { joined: { type: "boolean" }, state: { type: "string" } },
+      },
     },
   },
 };

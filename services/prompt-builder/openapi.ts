@@ -243,11 +243,15 @@ export const OPENAPI = {
     "/healthz": {
       get: {
         operationId: "healthz",
-        summary: "Whether NATS answers a round trip now (no token needed)",
+        summary:
+          "Whether NATS answers a round trip now and, under npm start, this instance's worker has joined (no token needed)",
         security: [],
         responses: {
           "200": json(ref("HealthReport"), "Healthy."),
-          "503": json(ref("HealthReport"), "NATS does not answer."),
+          "503": json(
+            ref("HealthReport"),
+            "NATS does not answer, or this instance's worker has not joined yet (`worker.state` says where it is).",
+          ),
         },
       },
     },

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
@@ -18,6 +19,7 @@ import { removeLocalNatsUrl, writeLocalNatsUrl } from "../config/nats-url.ts";
 import { sleep } from "../util/wait.ts";
 import { PARTITIONS_VARIABLE } from "../config/names.ts";
 import { partitionMappings } from "../cluster/server-config.ts";
+import { INSTANCE_VARIABLE } from "../cluster/instance.ts";
 
 /**
  * Partitions of `npm start`'s own nats-server when OUTLINE_PARTITIONS is unset: as `npm run
@@ -143,7 +145,7 @@ function banner(
       : `${redactUrl(natsUrl)}  (from NATS_URL)`;
   return [
     "",
-    `outline is ${ready ? "running" : "starting (the HTTP API is not answering yet)"}`,
+    `outline is ${ready ? "running" : "starting (GET /healthz is not healthy yet: the HTTP API or the worker's join)"}`,
     `  NATS:          ${nats}`,
     `  HTTP API:      ${http}`,
     `  explorer:      ${http}/ui/`,
@@ -300,7 +302,9 @@ export async function runStart(options: StartOptions, control: StartControl): Pr
     return 1;
   }
 
-  const childEnv: NodeJS.ProcessEnv = { ...env, NATS_URL: natsUrl };
+  // Names this instance to its services: the prompt-builder's /healthz asks its own worker.
+  const instance = `${process.pid}-${randomBytes(4).toString("hex")}`;
+  const childEnv: NodeJS.ProcessEnv = { ...env, NATS_URL: natsUrl, [INSTANCE_VARIABLE]: instance };
   if (partitions !== undefined) childEnv[PARTITIONS_VARIABLE] = String(partitions);
   // The children must read the same file even when it was named with --config.
   if (config.configFile !== undefined) childEnv[CONFIG_VARIABLE] = config.configFile;

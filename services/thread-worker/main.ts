@@ -10,6 +10,7 @@ import { workerMetricsSubject } from "./metrics-endpoint.ts";
 import { startThreadWorker } from "./worker.ts";
 import { natsUrlSource } from "../config/nats-url.ts";
 import { onSupervisorGone } from "../util/lifeline.ts";
+import { answerJoin, instanceOf, joinSubject, type WorkerJoin } from "../cluster/instance.ts";
 
 // Wiring only: settings → NATS → topology → summarizer → worker; drain on SIGTERM/SIGINT.
 const log = consoleLogger();
@@ -27,6 +28,7 @@ async function main(): Promise<void> {
   const config = loadSettings();
   for (const warning of config.warnings) log.warn(warning);
   const timings = workerSettings(config.values);
+  const instance = instanceOf(config.values);
   const summarizer = createSummarizer(config.settings, config.values);
   // --inspect[=ws://host:port]: thread actors observable in `outline inspect` or Stately's UI.
   const inspectUrl = inspectUrlFromArgv(process.argv.slice(2));
@@ -38,6 +40,13 @@ async function main(): Promise<void> {
   const found = await withServerPartitions(nc, config.names);
   config.names = found.names;
   if (found.note) log.info(found.note);
+  // Under `npm start`: its prompt-builder's /healthz says healthy once this answers joined.
+  let joinState: () => WorkerJoin = () => ({
+    joined: false,
+    state: "starting: streams and buckets, then its first plan",
+  });
+  if (instance !== undefined)
+    answerJoin(nc, joinSubject(config.names, instance), () => joinState());
   await ensureTopology(nc, config.names, {
     replicas: config.replicas,
     log: (line) => log.warn(line),
@@ -56,6 +65,23 @@ async function main(): Promise<void> {
     worker.membership === undefined
       ? config.names.workerDurable
       : `member ${worker.membership.id} holding partitions [${worker.membership.owned().join(",")}] of ${config.names.partitions}`;
+  const membership = worker.membership;
+  let joined = membership === undefined;
+  joinState = () =>
+    membership === undefined
+      ? { joined: true, state: "consuming (single mode)" }
+      : joined
+        ? { joined: true, state: `member ${membership.id}, reads its share` }
+        : {
+            joined: false,
+            state: `joining: member ${membership.id} reads partitions [${membership.owned().join(",")}] and waits for the rest of its share`,
+          };
+  void membership?.joined.then(() => {
+    joined = true;
+    log.info(
+      `joined: member ${membership.id} reads its share, partitions [${membership.owned().join(",")}]`,
+    );
+  });
   log.info(
     `consuming ${config.names.chatStream} as ${consumer} at ${redactUrl(url)} with ${summarizer.name} (concurrency ${config.settings.concurrency}, group ${config.settings.group ?? 1}); metrics on ${workerMetricsSubject(config.names)}`,
   );

@@ -23,6 +23,7 @@ import { ensureTopology } from "../../services/nats/topology.ts";
 import { faultScope, startOwnNats } from "../faults/support.ts";
 import { uniqueNames, waitFor } from "../support/thread-worker.ts";
 import { startSmallWorker } from "../support/worker-scope.ts";
+import { sleep } from "../../services/util/wait.ts";
 
 // A member taking its partitions on a loaded cluster: a lease's reply can be lost after the
 // write was stored, and opening the partitions' consumers can outlast the failover time.
@@ -210,6 +211,28 @@ describe("a member taking its partitions", () => {
       expect(other.owned().length).toBe(8);
       // One lease write and consumer create round for its share, not one per lease deleted.
       expect(plans).toEqual([other.owned()]);
+    } finally {
+      other.abandon();
+    }
+  });
+
+  it("says it joined once it reads its share, not while the holder drains it", async () => {
+    let letGo: () => void = () => {};
+    const draining = new Promise<void>((r) => (letGo = r));
+    const { m, names, js } = await join((js) => js, { partitions: 16, release: () => draining });
+    await m.joined;
+    expect(m.owned()).toHaveLength(16);
+    const other = await joinCluster(memberOptions(js, names, { partitions: 16 }));
+    try {
+      let joined = false;
+      void other.joined.then(() => (joined = true));
+      // Several plans: it hears the holder, waits for its half.
+      await sleep(1_500);
+      expect(other.owned()).toEqual([]);
+      expect(joined).toBe(false);
+      letGo();
+      await other.joined;
+      expect(other.owned()).toHaveLength(8);
     } finally {
       other.abandon();
     }
