@@ -161,6 +161,17 @@ export interface ClusterMember extends MemberInfo {
   heardMsAgo: number;
 }
 
+/** A single-mode worker as its heartbeat (`single.<id>` in the cluster bucket) says. */
+export interface SingleWorker {
+  id: string;
+  host: string;
+  pid: number;
+  /** ISO time it started. */
+  since: string;
+  live: boolean;
+  heardMsAgo: number;
+}
+
 /** GET /cluster: who owns what. */
 export interface ClusterAnswer {
   mode: "single" | "partitioned";
@@ -168,6 +179,8 @@ export interface ClusterAnswer {
   partitions: number;
   /** Partition → member holding it. */
   leases: Record<string, string>;
+  /** Single mode: the workers heard on the stream (more than one only beside a peer allowed). */
+  workers?: SingleWorker[];
 }
 
 /** Every answer other than 200. */

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { clusterViewOf, type ClusterEntry, type MemberInfo } from "../services/cluster/bucket.ts";
+import { clusterAnswerOf, clusterTable } from "../services/cluster/view.ts";
 
 // GET /cluster's view of the bucket's keys (services/cluster/bucket.ts), at a fixed now.
 const NOW = Date.parse("2026-12-04T18:00:00Z");
@@ -31,7 +32,35 @@ function member(id: string, partitions: number[], msAgo: number, stats = { threa
 const lease = (k: number, holder: string) => entry(`lease.${k}`, { member: holder, since: "" });
 const layout = (partitions: number) => entry("layout", { partitions });
 
+const single = (id: string, pid: number, msAgo: number, since = "2026-12-04T17:00:00Z") =>
+  entry(`single.${id}`, { id, host: "vm", pid, since, first: pid }, msAgo);
+
 describe("the cluster view", () => {
+  it("lists single-mode workers from their heartbeats, and says single mode", () => {
+    const peers = [single("w2", 42, 500, "2026-12-04T17:30:00Z"), single("w1", 41, 9_000)];
+    const answer = clusterAnswerOf(clusterViewOf(peers, NOW, FAILOVER_MS));
+    expect(answer).toMatchObject({ mode: "single", members: [], partitions: 0 });
+    expect(answer.workers?.map((w) => [w.id, w.pid, w.live])).toEqual([
+      ["w1", 41, false],
+      ["w2", 42, true],
+    ]);
+    const table = clusterTable(answer);
+    expect(table[0]).toMatch(/^single mode .* 1 live worker\(s\)$/);
+    expect(table.slice(1)).toEqual([
+      "w1  silent 9 s  vm pid 41 since 2026-12-04T17:00:00Z",
+      "w2  live  vm pid 42 since 2026-12-04T17:30:00Z",
+    ]);
+    // A layout left by a cluster that ran before, none of its members live: still single.
+    const after = [layout(4), member("a", [0], 60_000), single("w1", 41, 200)];
+    expect(clusterAnswerOf(clusterViewOf(after, NOW, FAILOVER_MS)).mode).toBe("single");
+    // A live member: partitioned, whatever single-mode heartbeats are still there.
+    const live = [layout(4), member("a", [0, 1, 2, 3], 100), single("w1", 41, 200)];
+    expect(clusterAnswerOf(clusterViewOf(live, NOW, FAILOVER_MS))).toMatchObject({
+      mode: "partitioned",
+      partitions: 4,
+    });
+  });
+
   it("shows a dead member holding what its leases still name, then nothing", () => {
     const a = member("a", [0, 1], 100, { threads: 10, lag: 1 });
     // b died: its last heartbeat said partitions 2 and 3, 40 threads, 7 events behind.

@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import type { MemberInfo } from "../../shared/api.ts";
+import type { MemberInfo, SingleWorker } from "../../shared/api.ts";
 import {
   JetStreamApiCodes,
   JetStreamApiError,
@@ -27,6 +27,8 @@ export interface ClusterView {
   partitions: number;
   /** Partition → member holding its lease. */
   leases: Record<string, string>;
+  /** Single-mode workers' heartbeats (`single.<id>`, services/thread-worker/single-peers.ts). */
+  workers: SingleWorker[];
 }
 
 /** A new member's id: its host, process and a few random bytes. */
@@ -98,7 +100,7 @@ export function clusterViewOf(
   now: number,
   failoverMs: number,
 ): ClusterView {
-  const view: ClusterView = { members: [], partitions: 0, leases: {} };
+  const view: ClusterView = { members: [], partitions: 0, leases: {}, workers: [] };
   for (const entry of entries) {
     if (entry.operation !== "PUT") continue;
     const key = entry.key;
@@ -110,6 +112,10 @@ export function clusterViewOf(
       view.members.push({ ...info, live: !info.leaving && heardMsAgo <= failoverMs, heardMsAgo });
     } else if (key.startsWith("lease.")) {
       view.leases[key.slice("lease.".length)] = entry.json<{ member: string }>().member;
+    } else if (key.startsWith("single.")) {
+      const { id, host, pid, since } = entry.json<SingleWorker>();
+      const heardMsAgo = Math.max(0, now - entry.created.getTime());
+      view.workers.push({ id, host, pid, since, live: heardMsAgo <= failoverMs, heardMsAgo });
     }
   }
   for (const m of view.members) {
@@ -121,6 +127,7 @@ export function clusterViewOf(
     if (m.partitions.length === 0) [m.threads, m.lag] = [0, 0];
   }
   view.members.sort((a, b) => (a.id < b.id ? -1 : 1));
+  view.workers.sort((a, b) => (a.since < b.since ? -1 : 1));
   return view;
 }
 

@@ -12,7 +12,7 @@ import type { InfraNames } from "../config/names.ts";
 import { isTransient } from "../nats/transient.ts";
 import { ApiError } from "../api/api-error.ts";
 import { statusHeaders } from "../api/nats-wire.ts";
-import { clusterBucket, readCluster } from "./bucket.ts";
+import { clusterBucket, readCluster, type ClusterView } from "./bucket.ts";
 import { DEFAULT_FAILOVER_MS } from "./failover.ts";
 
 /** `GET /cluster`, `<apiPrefix>.cluster` and `outline cluster` (SPEC §9). */
@@ -68,17 +68,31 @@ export function clusterView(
           const missing =
             err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
           if (strict && !missing) throw err;
-          return { mode: "single", members: [], partitions: 0, leases: {} };
+          return { mode: "single", members: [], partitions: 0, leases: {}, workers: [] };
         }
         jsm = await jetstreamManager(nc);
         bucket = opened;
       }
-      const view = await readCluster(bucket, jsm, names, failoverMs);
-      return { mode: "partitioned", ...view };
+      return clusterAnswerOf(await readCluster(bucket, jsm, names, failoverMs));
     } catch (err) {
       throw unavailableOr(err, names);
     }
   };
+}
+
+/**
+ * The answer for a view of the bucket. Single-mode workers make the bucket for their heartbeats:
+ * single mode when no member wrote a layout, or none is live while one of them is (a cluster
+ * ran on these streams before).
+ */
+export function clusterAnswerOf({ workers, ...view }: ClusterView): ClusterAnswer {
+  const live = (xs: readonly { live: boolean }[]) => xs.some((x) => x.live);
+  if (
+    (view.partitions === 0 && view.members.length === 0) ||
+    (live(workers) && !live(view.members))
+  )
+    return { mode: "single", members: [], partitions: 0, leases: {}, workers };
+  return { mode: "partitioned", ...view };
 }
 
 /**
@@ -117,8 +131,13 @@ export function serveCluster(
 /** The answer as `outline cluster` prints it: one row per member. */
 export function clusterTable(answer: ClusterAnswer): string[] {
   if (answer.mode === "single") {
+    const workers = answer.workers ?? [];
     return [
-      "single mode (OUTLINE_PARTITIONS unset, and the server maps no chat subjects): one worker owns every thread; see docs/scale-out.md",
+      `single mode (OUTLINE_PARTITIONS unset, and the server maps no chat subjects): one worker owns every thread; see docs/scale-out.md; ${workers.filter((w) => w.live).length} live worker(s)`,
+      ...workers.map(
+        (w) =>
+          `${w.id}  ${w.live ? "live" : `silent ${Math.round(w.heardMsAgo / 1000)} s`}  ${w.host} pid ${w.pid} since ${w.since}`,
+      ),
     ];
   }
   const held = Object.keys(answer.leases).length;

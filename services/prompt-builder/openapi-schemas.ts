@@ -260,6 +260,23 @@ export const schemas = {
       members: { type: "array", items: ref("ClusterMember") },
       partitions: { type: "integer" },
       leases: { type: "object", additionalProperties: { type: "string" } },
+      workers: {
+        type: "array",
+        description:
+          "Single mode: the workers heard on the stream, from their heartbeats (more than one only beside a peer allowed by OUTLINE_ALLOW_SINGLE_PEERS).",
+        items: {
+          type: "object",
+          required: ["id", "host", "pid", "since", "live", "heardMsAgo"],
+          properties: {
+            id: { type: "string" },
+            host: { type: "string" },
+            pid: { type: "integer" },
+            since: { type: "string" },
+            live: { type: "boolean" },
+            heardMsAgo: { type: "integer" },
+          },
+        },
+      },
     },
   },
   McpMessage: {

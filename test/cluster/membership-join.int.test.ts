@@ -309,6 +309,7 @@ describe("a member taking its partitions", () => {
       partitions: 2,
       leases: {},
       members: [],
+      workers: [],
     });
   });
 
