@@ -143,6 +143,38 @@ describe("npm start's lifelines", () => {
     expect(leftIn(dir)).toEqual([]);
   });
 
+  it("stops `npm run cluster` on a SIGINT to npm's PID alone", async () => {
+    // The repository's cluster script, running a stand-in that says when SIGINT reaches it.
+    const manifest = JSON.parse(readFileSync("package.json", "utf8")) as {
+      scripts: { cluster: string };
+    };
+    const script = manifest.scripts.cluster;
+    expect(script).toContain("tsx services/cluster/main.ts");
+    const standIn = join(dir, "cluster-stand-in.ts");
+    writeFileSync(
+      standIn,
+      'process.on("SIGINT", () => { console.log("cluster: SIGINT"); process.exit(0); });\n' +
+        'console.log("cluster: up");\nsetInterval(() => {}, 1_000);\n',
+    );
+    const tsx = resolve("node_modules/.bin/tsx");
+    const cluster = script.replace("tsx services/cluster/main.ts", `${tsx} ${standIn}`);
+    writeFileSync(
+      join(dir, "package.json"),
+      JSON.stringify({ name: "cluster-form", private: true, scripts: { cluster } }),
+    );
+    const npm = spawn("npm", ["run", "cluster"], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+    spawned.push(npm);
+    let text = "";
+    npm.stdout.on("data", (d: Buffer) => (text += d.toString()));
+    npm.stderr.on("data", (d: Buffer) => (text += d.toString()));
+    const exited = new Promise((r) => npm.on("exit", r));
+    await until(() => text.includes("cluster: up"), 60_000);
+    npm.kill("SIGINT");
+    expect(await exited).toBe(0);
+    expect(text).toContain("cluster: SIGINT");
+    expect(leftIn(dir)).toEqual([]);
+  });
+
   it("takes one Ctrl-C delivered twice (terminal and npm) as one graceful stop", async () => {
     const started = await start([...node, dir]);
     // What a terminal and npm do within milliseconds of each other.
