@@ -22,6 +22,7 @@ import {
   workerBucketNames,
 } from "../services/nats/buckets.ts";
 import { eraseIdIndex, idKey } from "../services/nats/id-index.ts";
+import { answerJoin, askJoin, joinSubject } from "../services/cluster/instance.ts";
 import { createReader } from "../services/nats/reader.ts";
 import { eraseSubject, purgeBySubjectIsSafe } from "../services/nats/erase.ts";
 import { lettersAfterDelete } from "../services/thread-worker/eraser.ts";
@@ -211,6 +212,22 @@ describe("nats/nats-server.conf", () => {
       true,
     );
     expect(await fails(jsm.streams.purge(names.chatStream))).toBe(true);
+  });
+
+  it("lets the prompt-builder's /healthz ask its own worker whether it joined", async () => {
+    const worker = await as("thread-worker", passwords.OUTLINE_WORKER_PASSWORD);
+    const builder = await as("prompt-builder", passwords.OUTLINE_BUILDER_PASSWORD);
+    const subject = joinSubject(names, "4242-0a1b2c3d");
+    const sub = answerJoin(worker, subject, () => ({ joined: true, state: "reads its share" }));
+    try {
+      await worker.flush();
+      expect(await askJoin(builder, subject, 2_000)).toEqual({
+        joined: true,
+        state: "reads its share",
+      });
+    } finally {
+      sub.unsubscribe();
+    }
   });
 
   it("lets the search service run as the prompt-builder, and the prompt-builder ask it", async () => {
