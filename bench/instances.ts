@@ -2,15 +2,20 @@
 // threads × 60 messages, tail 200,400, outline 2000,4000, so nearly every message is
 // summarized) through one worker in single mode, then through two partitioned workers on a
 // server with the partition mapping, each on a fresh nats-server. The clock runs from the first
-// publish until every thread's snapshot shows its last message; workers are started and have
-// split the partitions before it starts. Goal: two ≥ 0.85× one on this 2-core machine, where the
-// two workers and nats-server share the cores (without partitions: 0.06-0.09×).
+// publish until every thread's snapshot shows its last message; workers are started, have
+// split the partitions, and are warmed (BENCH_INSTANCES_WARM, default 6,000 messages on other
+// threads, settled) before it starts: a fresh process compiles and optimizes its code on its
+// first thousands of events, which in a run of 2-3 s was about half of what a second worker
+// cost beyond the first (BENCH_INSTANCES_WARM=0 measures cold processes). Goal: two ≥ 0.85×
+// one on this 2-core machine, where the two workers and nats-server share the cores (without
+// partitions: 0.06-0.09×). BENCH_INSTANCES_TASKS=1 prints each run's worker CPU by thread;
+// BENCH_INSTANCES_CPU_PROF=<dir> writes the workers' CPU profiles and each run's window.
 // The headline is the median of the rounds' ratios: each round runs one and two back to back,
 // under the same load, and the best rounds' ratio (one high round of either side) is beside it.
 // Then joins under the same load on a 3-node cluster (support/joins.ts): goal, every instance
 // reads its share within 5 s of answering /healthz. BENCH_INSTANCES_ROUNDS=0 runs the joins
 // alone, BENCH_INSTANCES_JOINS=N (default 1) of them.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -26,7 +31,7 @@ import { startNatsServer } from "../services/start/nats-server.ts";
 import { BenchChild, cpuSecondsOf } from "./support/child.ts";
 import { joinRound, type JoinRound } from "./support/joins.ts";
 import { serviceEntry } from "./support/service-entry.ts";
-import { perSecond, publishAll, roundRobin } from "./support/load.ts";
+import { perSecond, publishAll, roundRobin, type Outgoing } from "./support/load.ts";
 import { median } from "./support/timing.ts";
 import { sleep } from "../services/util/wait.ts";
 
@@ -36,6 +41,40 @@ const MESSAGES = THREADS * PER_THREAD;
 const PARTITIONS = 16;
 const ROUNDS = Number(process.env.BENCH_INSTANCES_ROUNDS ?? 5);
 const JOIN_ROUNDS = Number(process.env.BENCH_INSTANCES_JOINS ?? 1);
+/** Messages on other threads through the workers before the clock starts (their warm-up). */
+const WARM = Number(process.env.BENCH_INSTANCES_WARM ?? 6_000);
+
+/**
+ * BENCH_INSTANCES_CPU_PROF=<dir>: each worker writes a whole-process CPU profile there on exit,
+ * named `<run>-r<round>-w<k>.cpuprofile` (run: one, one-partitioned, two).
+ */
+const CPU_PROF = process.env.BENCH_INSTANCES_CPU_PROF;
+let profiledRuns = 0;
+function cpuProf(workers: number, partitioned: boolean, w: number): string[] {
+  if (!CPU_PROF) return [];
+  if (w === 0) profiledRuns++;
+  const run = workers === 2 ? "two" : partitioned ? "one-partitioned" : "one";
+  const name = `${run}-r${profiledRuns}-w${w + 1}.cpuprofile`;
+  return ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF}`, `--cpu-prof-name=${name}`];
+}
+
+/** BENCH_INSTANCES_TASKS=1: each run prints its workers' CPU seconds by thread name. */
+const TASKS = process.env.BENCH_INSTANCES_TASKS === "1";
+function taskCpu(pid: number | undefined): Map<string, number> {
+  const byName = new Map<string, number>();
+  if (pid === undefined) return byName;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      byName.set(name, (byName.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
+    } catch {
+      // the thread ended
+    }
+  }
+  return byName;
+}
 
 /** A timed run: its wall time and the CPU seconds its workers and nats-server used meanwhile. */
 interface Round {
@@ -73,7 +112,12 @@ async function once(worker: string, workers: number, partitioned: boolean): Prom
       HISTORY_SUMMARIZER: "extractive",
     });
     for (let w = 0; w < workers; w++) {
-      const child = new BenchChild(`worker ${w + 1}`, worker, env);
+      const child = new BenchChild(
+        `worker ${w + 1}`,
+        worker,
+        env,
+        cpuProf(workers, partitioned, w),
+      );
       children.push(child);
       await child.waitFor((line) => line.includes(" consuming "));
     }
@@ -90,12 +134,10 @@ async function once(worker: string, workers: number, partitioned: boolean): Prom
     const js = jetstream(nc);
     const kv = await new Kvm(js).open(names.kvBucket);
     const s = subjects(names);
-    const load = roundRobin(MESSAGES, THREADS, (t) => s.messageCreated(t));
     const shown = new Map<string, number>();
     const target = new Map<string, number>();
-    let missing = THREADS;
+    let missing = 0;
     let resolveDone: () => void = () => {};
-    const done = new Promise<void>((r) => (resolveDone = r));
     const reached = (t: string) => {
       const want = target.get(t);
       return want !== undefined && (shown.get(t) ?? 0) >= want;
@@ -115,6 +157,24 @@ async function once(worker: string, workers: number, partitioned: boolean): Prom
       );
     });
     died.catch(() => {});
+    /** Publishes `load`, then waits until every thread of it shows its last message. */
+    const settled = async (load: Outgoing[]) => {
+      const done = new Promise<void>((r) => (resolveDone = r));
+      const seqs = await publishAll(js, load);
+      for (const [i, m] of load.entries()) target.set(m.thread, seqs[i] as number);
+      missing = new Set(load.map((m) => m.thread).filter((t) => !reached(t))).size;
+      if (missing > 0) await Promise.race([done, died]);
+    };
+    // Warmed as a long-running worker is: its code compiled and optimized on other threads.
+    if (WARM > 0)
+      await settled(
+        roundRobin(
+          WARM,
+          THREADS,
+          (t) => s.messageCreated(t),
+          (t) => `warm${t}`,
+        ),
+      );
     // What the processes spent, not only how long: a second worker's own costs (its warm-up,
     // its timers) show as CPU beside the first one's.
     const cpu = () => ({
@@ -122,13 +182,30 @@ async function once(worker: string, workers: number, partitioned: boolean): Prom
       server: cpuSecondsOf(server.process.pid) ?? 0,
     });
     const before = cpu();
+    const tasksBefore = TASKS ? children.map((c) => taskCpu(c.child.pid)) : [];
     const started = performance.now();
-    const seqs = await publishAll(js, load);
-    for (const [i, m] of load.entries()) target.set(m.thread, seqs[i] as number);
-    missing = [...target.keys()].filter((t) => !reached(t)).length;
-    if (missing > 0) await Promise.race([done, died]);
+    const from = process.hrtime.bigint() / 1000n;
+    await settled(roundRobin(MESSAGES, THREADS, (t) => s.messageCreated(t)));
     const ms = performance.now() - started;
     const after = cpu();
+    if (TASKS) {
+      const spent = children.map((c, i) => {
+        const now = taskCpu(c.child.pid);
+        const was = tasksBefore[i] ?? new Map<string, number>();
+        return [...now]
+          .map(([name, s]) => [name, s - (was.get(name) ?? 0)] as const)
+          .filter(([, s]) => s > 0)
+          .map(([name, s]) => `${name} ${s.toFixed(2)}`)
+          .join(", ");
+      });
+      console.log(`    ${workers} worker(s), CPU s by thread: ${spent.join(" | ")}`);
+    }
+    // The profiles' clock (µs, monotonic): their samples between these are the measured run's.
+    if (CPU_PROF)
+      writeFileSync(
+        join(CPU_PROF, `window-${profiledRuns}.json`),
+        JSON.stringify({ from: Number(from), to: Number(process.hrtime.bigint() / 1000n) }),
+      );
     watch.stop();
     await watching;
     return {
@@ -176,7 +253,7 @@ export async function run(): Promise<Record<string, number>> {
   );
   console.log(
     `  two over one, each round: ${pairRatios.map((r) => r.toFixed(3)).join(", ")}; ` +
-      `median ${ratio}× (the headline; goal ≥ 0.85 on 2 cores); ` +
+      `median ${ratio}× (the headline; goal ≥ 0.85 on 2 cores; workers warmed with ${WARM} messages); ` +
       `best rounds: one ${rate(one)} msg/s, two ${rate(two)} msg/s, ${bestRatio}×`,
   );
   const joined = await joins();
