@@ -59,6 +59,9 @@ export async function askJoin(
     const reply = await nc.request(subject, undefined, { timeout: timeoutMs });
     return reply.json<WorkerJoin>();
   } catch (err) {
-    return { joined: false, state: `its worker did not answer: ${(err as Error).message}` };
+    return {
+      joined: false,
+      state: `its worker did not answer on ${subject} (${(err as Error).message}): still starting, or a NATS user may not use that subject (nats/nats-server.conf)`,
+    };
   }
 }
