@@ -1,24 +1,39 @@
-// Starts bench/support/applier-thread.ts: the worker's writes of bench prompt's real turns, off
-// the event loop that serves the prompts.
+// Starts bench/support/applier-thread.ts: bench prompt's worker, off the event loop that times
+// the turns.
 import { Worker } from "node:worker_threads";
+import type { Message } from "../../shared/events.ts";
 import type { InfraNames } from "../../services/config/names.ts";
 import { BOOTSTRAP, tsxApiFor } from "../../services/summarizer/pool.ts";
 
-/** One message applied: its id claimed in the worker's id index, then the thread's snapshot. */
-export interface ApplyJob {
-  n: number;
-  thread: string;
-  id: string;
-  seq: number;
-  snapshot: string;
+/** A bench thread as built: its next message's number, and its size. */
+export interface ThreadStats {
+  next: number;
+  count: number;
+  outlineBytes: number;
+  outlineLines: number;
+  tailTokens: number;
+  tailMessages: number;
 }
 
+/** What the thread is asked, numbered for its reply. */
+export type ApplierRequest = { n: number } & (
+  | { kind: "build"; thread: string }
+  | { kind: "stage"; thread: string; message: Message; seq: number }
+  | { kind: "apply"; thread: string }
+);
+
+type Request = ApplierRequest extends infer R ? (R extends unknown ? Omit<R, "n"> : never) : never;
+
 export interface Applier {
+  /** A thread at a full outline and a full tail: its messages published, its snapshot put. */
+  build(thread: string): Promise<ThreadStats>;
   /**
-   * Hands the job to the thread (the copy of its snapshot is made now); `start` sends its writes
-   * and resolves once the server acknowledged both.
+   * The thread's next message applied by the core on the sequence `seq` (the sequence its
+   * publish will get), its snapshot encoded: whether it made a cut. Staging again replaces it.
    */
-  stage(job: Omit<ApplyJob, "n">): { start(): Promise<void> };
+  stage(thread: string, message: Message, seq: number): Promise<boolean>;
+  /** Writes what was staged: the id claimed, then the snapshot put; resolves once both are acked. */
+  apply(thread: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -29,7 +44,7 @@ export async function startApplier(url: string, names: InfraNames): Promise<Appl
     execArgv: [],
     workerData: { entry: entry.href, tsx: tsxApiFor(entry), url, names },
   });
-  const waiting = new Map<number, { resolve(): void; reject(err: Error): void }>();
+  const waiting = new Map<number, { resolve(value: unknown): void; reject(err: Error): void }>();
   let failed: Error | undefined;
   worker.on("error", (err: Error) => {
     failed = err;
@@ -39,27 +54,26 @@ export async function startApplier(url: string, names: InfraNames): Promise<Appl
     worker.once("message", () => resolve());
     worker.once("error", reject);
   });
-  worker.on("message", (reply: { n: number; error?: string }) => {
+  worker.on("message", (reply: { n: number; value?: unknown; error?: string }) => {
     const w = waiting.get(reply.n);
     waiting.delete(reply.n);
-    if (reply.error) w?.reject(new Error(`the bench's worker writes failed: ${reply.error}`));
-    else w?.resolve();
+    if (reply.error !== undefined)
+      w?.reject(new Error(`the bench's worker failed: ${reply.error}`));
+    else w?.resolve(reply.value);
   });
   let n = 0;
+  const ask = <T>(request: Request): Promise<T> => {
+    if (failed) return Promise.reject(failed);
+    const id = n++;
+    return new Promise<T>((resolve, reject) => {
+      waiting.set(id, { resolve: (value) => resolve(value as T), reject });
+      worker.postMessage({ ...request, n: id });
+    });
+  };
   return {
-    stage(job) {
-      const id = n++;
-      worker.postMessage({ ...job, n: id });
-      return {
-        start() {
-          if (failed) return Promise.reject(failed);
-          return new Promise<void>((resolve, reject) => {
-            waiting.set(id, { resolve, reject });
-            worker.postMessage(id);
-          });
-        },
-      };
-    },
+    build: (thread) => ask<ThreadStats>({ kind: "build", thread }),
+    stage: (thread, message, seq) => ask<boolean>({ kind: "stage", thread, message, seq }),
+    apply: (thread) => ask<void>({ kind: "apply", thread }),
     async stop() {
       worker.postMessage("stop");
       await new Promise((resolve) => worker.once("exit", resolve));

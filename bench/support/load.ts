@@ -29,6 +29,14 @@ export interface Outgoing {
 
 const encoder = new TextEncoder();
 
+/** A message of `thread` as published to `subject`, deduplicated by its id. */
+export const outgoing = (subject: string, message: Message): Outgoing => ({
+  subject,
+  msgID: message.id,
+  thread: message.thread,
+  data: encoder.encode(JSON.stringify(message)),
+});
+
 /**
  * `total` messages over `threads` threads, round-robin (thread t gets messages t, t+threads, …),
  * so every thread is active at once, as on a busy platform.
