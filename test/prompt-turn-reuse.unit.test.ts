@@ -111,6 +111,8 @@ class IndexedThread implements ThreadReader {
   /** Answers of the id index for `dup`, one per read; other ids: their own sequence. */
   dupAnswers: (number | undefined)[] = [];
   indexReads = 0;
+  /** Messages read one by one (a snapshot's tail read message by message). */
+  messageReads = 0;
 
   constructor() {
     for (let i = 0; i < 3; i++) this.add(`m${i}`);
@@ -171,6 +173,7 @@ class IndexedThread implements ThreadReader {
     return Promise.resolve(this.messages.at(-1)?.seq ?? 0);
   }
   messageAt(_thread: string, seq: number) {
+    this.messageReads += 1;
     return Promise.resolve(this.messages.find((m) => m.seq === seq));
   }
   messagesAfter(_thread: string, afterSeq: number, untilSeq: number) {
@@ -240,5 +243,40 @@ describe("the id index read sent as soon as a turn's read ahead finds a message"
     thread.indexReads = 0;
     expect(ids(await ops.promptBody(request))).toEqual(["Ana: text of m1", "Ana: text of m2"]);
     expect(thread.indexReads).toBe(2);
+  });
+});
+
+describe("a turn after a turn", () => {
+  it("is the body a build from scratch gives, its tail taken from what was held", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        // Per turn: messages published, and how many more the worker's snapshot covers (it may
+        // cover this turn's messages too, or lag).
+        fc.array(fc.record({ added: fc.integer({ min: 1, max: 3 }), covered: fc.nat(4) }), {
+          minLength: 1,
+          maxLength: 10,
+        }),
+        async (turns) => {
+          const thread = new IndexedThread();
+          const ops = createOperations(thread);
+          const fresh = createOperations(thread, { promptCacheBytes: 0 });
+          const request = { thread: "t", agent: "north" };
+          await ops.promptBody(request);
+          let count = 3;
+          for (const [i, turn] of turns.entries()) {
+            for (let k = 0; k < turn.added; k++) thread.add(`n${i}.${k}`);
+            if (turn.covered > 0) {
+              count = Math.min(thread.messages.length, count + turn.covered);
+              thread.write(count);
+            }
+            thread.messageReads = 0;
+            const body = await ops.promptBody(request);
+            expect(thread.messageReads).toBe(0);
+            expect(body.toString("utf8")).toBe((await fresh.promptBody(request)).toString("utf8"));
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 });

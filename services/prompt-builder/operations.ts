@@ -72,14 +72,21 @@ function missing(what: string, thread: string): ApiError {
   );
 }
 
+/** Newer messages checked by scans of the tail, not a set of it: a turn's one or two. */
+const FEW_NEWER = 8;
+
 // Ids already whole in the snapshot, and repeats past the dedupe window, are not new messages:
 // the worker applies a message id once.
-function dedupe(known: Iterable<string>, newer: readonly StoredMessage[]): StoredMessage[] {
-  const seen = new Set(known);
+function dedupe(known: readonly string[], newer: readonly StoredMessage[]): StoredMessage[] {
+  if (newer.length === 0) return [];
+  const seen = newer.length > FEW_NEWER ? new Set(known) : undefined;
   const out: StoredMessage[] = [];
   for (const m of newer) {
-    if (seen.has(m.message.id)) continue;
-    seen.add(m.message.id);
+    const id = m.message.id;
+    if (seen ? seen.has(id) : known.includes(id) || out.some((o) => o.message.id === id)) {
+      continue;
+    }
+    seen?.add(id);
     out.push(m);
   }
   return out;
@@ -241,12 +248,17 @@ export function createOperations(
     heldSnapshot: boolean,
   ): Promise<Buffer[]> {
     const thread = args.thread;
-    const [tail, read] = await Promise.all([
-      snapshot ? kept.tail(snapshot, () => tailOf(thread, snapshot)) : Promise.resolve([]),
-      kept.newer(thread, snapshot?.seq ?? 0, lastSeq, maxNewer, (after, until, max) =>
-        reader.messagesAfter(thread, after, until, max, ahead),
-      ),
-    ]);
+    // The newer messages first (their read went out with the snapshot's): a snapshot written
+    // after this turn's message arrived holds it in its tail, which is then taken from what is
+    // held, not read message by message.
+    const read = await kept.newer(
+      thread,
+      snapshot?.seq ?? 0,
+      lastSeq,
+      maxNewer,
+      (after, until, max) => reader.messagesAfter(thread, after, until, max, ahead),
+    );
+    const tail = snapshot ? await kept.tail(snapshot, () => tailOf(thread, snapshot)) : [];
     const newer = await notReapplied(
       thread,
       snapshot,

@@ -22,12 +22,17 @@ interface Held {
   base: number;
   upTo: number;
   after: readonly StoredMessage[];
+  /** Those held before that the snapshot (base) now covers, oldest first: in its tail. */
+  passed: readonly StoredMessage[];
 }
 
 /** Threads whose newer messages are held (each holds references the message cache has too). */
 const HELD_THREADS = 4_096;
 /** Serialized forms kept per message (agents × cut times); more is a sign of churn: started anew. */
 const PIECES_PER_MESSAGE = 16;
+
+/** Messages read for a snapshot's tail that it covers past those held (see `newer`), at most. */
+const PASSED_READS = 4;
 
 /** Blocks a run's messages are kept in before they are joined into one. */
 export const BLOCKS_PER_RUN = 16;
@@ -92,19 +97,30 @@ export class PromptTurns {
   /**
    * The snapshot's tail from the messages this thread's last tail and newer messages held, when
    * they hold all of it (the same sequence and id: a message at a sequence never changes): the
-   * snapshot after a message is the one before plus that message, which the turn before read.
+   * snapshot after a message is the one before plus that message, which this turn or the one
+   * before read (`newer` is asked first).
    */
   #heldTail(snapshot: OutlineSnapshot): StoredMessage[] | undefined {
     const last = this.#lastTails.get(snapshot.thread);
     if (!last) return undefined;
-    const bySeq = new Map<number, StoredMessage>();
-    for (const m of last) bySeq.set(m.seq, m);
-    for (const m of this.#held.get(snapshot.thread)?.after ?? []) bySeq.set(m.seq, m);
+    const held = this.#held.get(snapshot.thread);
+    // Each oldest first, as the tail: one pass over each, no index built per snapshot.
+    const sources = [last, held?.passed ?? [], held?.after ?? []];
+    const at = [0, 0, 0];
     const out: StoredMessage[] = [];
-    for (const [i, seq] of snapshot.tailSeqs.entries()) {
-      const m = bySeq.get(seq);
-      if (!m || m.message.id !== snapshot.tail[i]) return undefined;
-      out.push(m);
+    const { tail, tailSeqs } = snapshot;
+    for (let i = 0; i < tailSeqs.length; i++) {
+      const seq = tailSeqs[i] as number;
+      let found: StoredMessage | undefined;
+      for (let k = 0; k < sources.length && !found; k++) {
+        const source = sources[k] as readonly StoredMessage[];
+        let j = at[k] as number;
+        while (j < source.length && (source[j] as StoredMessage).seq < seq) j++;
+        at[k] = j;
+        if (source[j]?.seq === seq) found = source[j];
+      }
+      if (!found || found.message.id !== tail[i]) return undefined;
+      out.push(found);
     }
     return out;
   }
@@ -123,18 +139,29 @@ export class PromptTurns {
   ): Promise<readonly StoredMessage[]> {
     const held = this.#held.get(thread);
     let next: Held;
-    if (!held || from < held.base || from > held.upTo || lastSeq < held.upTo) {
+    if (!held || from < held.base || lastSeq < held.upTo) {
       // Nothing held that covers the range (a first turn, a new thread of the same id, a stream
       // that went back): read it all.
-      next = { base: from, upTo: lastSeq, after: await read(from, lastSeq, max) };
+      next = { base: from, upTo: lastSeq, after: await read(from, lastSeq, max), passed: [] };
+    } else if (from > held.upTo) {
+      // The snapshot covers every message held and more: those few more (this turn's message,
+      // written by a quick worker, whose read went out ahead) are read beside the newer ones,
+      // for the snapshot's tail (`tail`). Past PASSED_READS, or failing, they are left out.
+      const [after, between] = await Promise.all([
+        read(from, lastSeq, max),
+        read(held.upTo, from, PASSED_READS).catch(() => []),
+      ]);
+      next = { base: from, upTo: lastSeq, after, passed: [...held.after, ...between] };
     } else {
-      let after = from > held.base ? held.after.filter((m) => m.seq > from) : held.after;
+      const moved = from > held.base;
+      let after = moved ? held.after.filter((m) => m.seq > from) : held.after;
+      const passed = moved ? held.after.filter((m) => m.seq <= from) : held.passed;
       if (lastSeq > held.upTo) {
         const room = max - after.length;
         if (room <= 0) throw snapshotBehind(thread, max);
         after = [...after, ...(await read(held.upTo, lastSeq, room))];
       }
-      next = { base: from, upTo: Math.max(lastSeq, held.upTo), after };
+      next = { base: from, upTo: Math.max(lastSeq, held.upTo), after, passed };
     }
     this.#held.set(thread, next, 1);
     return next.after;
