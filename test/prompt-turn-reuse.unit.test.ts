@@ -119,7 +119,10 @@ class IndexedThread implements ThreadReader {
     this.value = this.snapshotOf(3);
   }
 
-  add(id: string): StoredMessage {
+  /** The snapshots' cutAt from the next write on. */
+  cutAt = "2026-03-01T10:00:00.000Z";
+
+  add(id: string, extra: Partial<Message> = {}): StoredMessage {
     const message: Message = {
       id,
       thread: "t",
@@ -127,6 +130,7 @@ class IndexedThread implements ThreadReader {
       from: "Ana",
       role: "user",
       text: `text of ${id}`,
+      ...extra,
     };
     const m = { message, seq: 10 + this.messages.length };
     this.messages.push(m);
@@ -141,7 +145,7 @@ class IndexedThread implements ThreadReader {
       count,
       boundary: 1,
       since: null,
-      cutAt: "2026-03-01T10:00:00.000Z",
+      cutAt: this.cutAt,
       complete: true,
       bytes: 10,
       seq: this.messages[count - 1]?.seq ?? 0,
@@ -252,10 +256,15 @@ describe("a turn after a turn", () => {
       fc.asyncProperty(
         // Per turn: messages published, and how many more the worker's snapshot covers (it may
         // cover this turn's messages too, or lag).
-        fc.array(fc.record({ added: fc.integer({ min: 1, max: 3 }), covered: fc.nat(4) }), {
-          minLength: 1,
-          maxLength: 10,
-        }),
+        // and when its cut time moves (the agent's own state is shown only if newer than that).
+        fc.array(
+          fc.record({
+            added: fc.integer({ min: 1, max: 3 }),
+            covered: fc.nat(4),
+            cutAt: fc.option(fc.integer({ min: 0, max: 30 })),
+          }),
+          { minLength: 1, maxLength: 10 },
+        ),
         async (turns) => {
           const thread = new IndexedThread();
           const ops = createOperations(thread);
@@ -264,7 +273,18 @@ describe("a turn after a turn", () => {
           await ops.promptBody(request);
           let count = 3;
           for (const [i, turn] of turns.entries()) {
-            for (let k = 0; k < turn.added; k++) thread.add(`n${i}.${k}`);
+            for (let k = 0; k < turn.added; k++) {
+              const own = thread.messages.length % 2 === 0;
+              const minute = String(thread.messages.length % 60).padStart(2, "0");
+              thread.add(`n${i}.${k}`, {
+                at: `2026-03-01T10:${minute}:00.000Z`,
+                ...(own ? { from: "north", role: "assistant", state: { turn: i } } : {}),
+              });
+            }
+            if (turn.cutAt !== null) {
+              thread.cutAt = `2026-03-01T10:${String(turn.cutAt).padStart(2, "0")}:30.000Z`;
+              thread.write(count);
+            }
             if (turn.covered > 0) {
               count = Math.min(thread.messages.length, count + turn.covered);
               thread.write(count);

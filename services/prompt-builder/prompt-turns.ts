@@ -244,11 +244,20 @@ export class PromptTurns {
     return outline;
   }
 
-  /** A whole message serialized; `key` is `agent` and `cutAt` as one string (made once a turn). */
+  /**
+   * A whole message serialized; `key` is `agent` and `cutAt` as one string (made once a turn).
+   * Only the agent's own state depends on `cutAt` (wholeMessage): any other message's piece is
+   * kept under the key of no cut, and a cut (a new `cutAt`) serializes the tail no more.
+   */
   #piece(message: Message, key: string, agent: string, cutAt: string | null): Buffer {
     let kept = this.#pieces.get(message);
     if (!kept || kept.size >= PIECES_PER_MESSAGE) {
       this.#pieces.set(message, (kept = new Map<string, Buffer>()));
+    }
+    const byCut = message.from === agent && message.state !== undefined;
+    if (!byCut && cutAt !== null) {
+      key = `${agent}\0`;
+      cutAt = null;
     }
     let piece = kept.get(key);
     if (!piece) {
