@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { lineIdeas, pleasantry } from "../services/summarizer/extract/segment.ts";
 import { findEntities } from "../services/summarizer/extract/entities.ts";
-import { cueOf, termsOf } from "../services/summarizer/extract/units.ts";
+import { cueOf, termsOf, voiceOf } from "../services/summarizer/extract/units.ts";
+import { extractMerge } from "../services/summarizer/extractive.ts";
 
 const texts = (line: string) => lineIdeas(line).ideas.map((idea) => idea.sentences.join(" "));
 
@@ -64,6 +65,36 @@ describe("a unit's cue", () => {
     expect(cueOf("The standup ran long this morning.")).toBe(0);
     expect(cueOf("Maybe we look at it again on Friday.")).toBe(0);
     expect(cueOf("What did you do today?")).toBe(0);
+  });
+});
+
+describe("a unit's voice", () => {
+  it("weighs what speakers say of themselves over what they say of the listener", () => {
+    expect(voiceOf("My sister lives in Porto.")).toBeGreaterThan(voiceOf("I went to Porto."));
+    expect(voiceOf("We’re moving to Porto.")).toBe(voiceOf("We're moving to Porto."));
+    expect(voiceOf("I went to Porto.")).toBeGreaterThan(voiceOf("The train to Porto was late."));
+    expect(voiceOf("The train to Porto was late.")).toBe(1);
+    expect(voiceOf("You would love Porto.")).toBeLessThan(1);
+    // A reaction ("That sounds…") answers what was said before it.
+    expect(voiceOf("That sounds like a great trip to Porto.")).toBeLessThan(1);
+    expect(voiceOf("That trip to Porto was my first.")).toBeLessThan(
+      voiceOf("My first trip was to Porto."),
+    );
+  });
+
+  it("makes a merge with room for one keep the speaker's own fact", () => {
+    for (const left of [
+      "Ana: You would love the hikes around Bergen. / Bo: My sister teaches piano in Ghent.",
+      "Ana: My sister teaches piano in Ghent. / Bo: You would love the hikes around Bergen.",
+    ]) {
+      const merged = extractMerge(
+        { id: 0, n: 4, text: left },
+        { id: 4, n: 4, text: "Cy: Tickets are sold out." },
+        90,
+      );
+      expect(merged).toContain("My sister teaches piano in Ghent.");
+      expect(merged).not.toContain("Bergen");
+    }
   });
 });
 

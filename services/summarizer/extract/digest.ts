@@ -249,6 +249,7 @@ export function lineDigest(
       // A turn's opening scores a little more, as makeUnit scores a message's.
       score: nth === 0 ? core.score + OPENING : core.score,
       cue: core.cue,
+      voice: core.voice,
       terms: core.terms,
       weights: core.weights,
       core,
@@ -287,7 +288,10 @@ function turnCounts(units: readonly Unit[]): TermCounts {
  * What a clause's text alone decides, as makeUnit weighs it (not as an opening): its text (cut
  * when too long), bytes, terms, cue and score.
  */
-interface UnitCore extends Pick<Unit, "text" | "bytes" | "score" | "cue" | "terms" | "weights"> {
+interface UnitCore extends Pick<
+  Unit,
+  "text" | "bytes" | "score" | "cue" | "voice" | "terms" | "weights"
+> {
   /** The clause as read from the line, before any cut: the key it is known by. */
   said: string;
   /** termsHeld of its text, once asked. */
@@ -303,8 +307,8 @@ function weigh(said: string): UnitCore {
     bytes <= UNIT_BYTES
       ? makeUnit("", 0, 1, said, undefined, bytes)
       : makeUnit("", 0, 1, cutToBytes(said, UNIT_BYTES));
-  const { text, score, cue, terms, weights } = unit;
-  return { said, text, bytes: unit.bytes, score, cue, terms, weights };
+  const { text, score, cue, voice, terms, weights } = unit;
+  return { said, text, bytes: unit.bytes, score, cue, voice, terms, weights };
 }
 
 /**

@@ -183,7 +183,8 @@ export function composeMerge(
       (Math.min(sum, 12) * (1 + CUE_FACTOR * cue) +
         (sum > 0 ? cue : cue / 4) +
         (unit.nth === 0 ? 0.25 : 0)) *
-      (unit.cue === 0 && unit.text.endsWith("?") ? QUESTION : 1)
+      (unit.cue === 0 && unit.text.endsWith("?") ? QUESTION : 1) *
+      unit.voice
     );
   };
   const density = (at: number): number => gainOf(at) / (cost[at] as number);
