@@ -1,4 +1,5 @@
 import { cutToBytes } from "../../../shared/bytes.ts";
+import { dropFiller } from "./filler.ts";
 import { COMMON_WORDS } from "./lexicon.ts";
 
 /** A unit of meaning: a paragraph or list item of a message, or one speaker's turn in a line. */
@@ -140,7 +141,9 @@ export function lineIdeas(
   const ideas: Idea[] = [];
   const carried: string[] = [];
   let turn = firstTurn;
-  for (const part of line.split(TURN_SPLIT)) {
+  const parts = line.split(TURN_SPLIT);
+  const names = speakerNames(parts);
+  for (const part of parts) {
     let body = part.trim();
     // ALSO needs its opening literally: most turns have none, and the RegExp tries every space.
     const also = body.includes("(also: ") ? ALSO.exec(body) : null;
@@ -152,12 +155,25 @@ export function lineIdeas(
     body = body.slice(head.length).trim();
     const clauses = splitSentences(body, true)
       .flatMap(shortClauses)
-      .filter((clause) => !pleasantry(clause));
+      .filter((clause) => !pleasantry(clause))
+      .map((clause) => dropFiller(clause, names))
+      .filter((clause) => clause !== "" && !pleasantry(clause));
     if (clauses.length === 0 && head) clauses.push("");
     for (const clause of clauses) ideas.push({ head, turn, sentences: clause ? [clause] : [] });
     turn++;
   }
   return { ideas, carried, turns: turn - firstTurn };
+}
+
+/** The words of the names in a line's heads (`Ana → Bo: `): who may be spoken to by name. */
+function speakerNames(parts: readonly string[]): string[] {
+  const names = new Set<string>();
+  for (const part of parts) {
+    const head = HEAD.exec(part.trim())?.[1];
+    if (head)
+      for (const word of head.replace(/:\s*$/, "").split(/\s+|→/)) if (word) names.add(word);
+  }
+  return [...names];
 }
 
 const CLAUSE_BREAK = /(?<=,)\s+|\s+(?=[—–]\s)/u;

@@ -1,0 +1,69 @@
+// Words inside a clause that cost a line bytes and tell a later reader nothing: an opening
+// interjection ("Oh wow, …", "Haha yeah …"), a closing laugh or emoji ("… lol"), words that
+// only soften or strengthen ("really", "super"), and a speaker's name said to them ("…,
+// Caroline!"). A merge reads a line's clauses without them, so the same bytes hold more of
+// what was said. None of these words names a thing, a time or a place.
+
+// An opening interjection or discourse marker with the marks after it, taken off one by one
+// ("Oh wow! Yeah, …"). Not "actually" (it takes back what was said before) nor "no" (it answers).
+const OPENER =
+  /^(?:o+h+|a+h+|a+w+|wo+w+|(?:ha)+h?|(?:he)+h?|lo+l|lmf?ao|omg|ye+a+h*|yea|yes+|ye[py]|yu[py]|well|h+m+|u+m+|u+h+|ok|okay|anyways?|btw|honestly|also|so|and|but|like|man|dude|hey|hi|hello|aha|nice|cool|wait|ugh|oops|whoa|sure|right|true|damn|dang|gosh|alright)\b[\s,.!?…~-]*/i;
+// A closing laugh, interjection or emoji run, with the marks before it.
+const CLOSER =
+  /[\s,.~-]*(?:\b(?:lo+l|(?:ha)+h?|(?:he)+h?|lmf?ao|xd|tbh)\b|:[()DPp]|(?:\p{Extended_Pictographic}|\p{Emoji_Modifier}|\u{FE0F}|\u{200D})+)+[\s!.]*$/iu;
+// Words that only make another stronger or softer: "I really love it" says "I love it".
+const SOFTENER =
+  /\s(?:really|very|super|totally|literally|basically|honestly|definitely|kinda|sorta|pretty much|quite|tbh)(?=\s)/gi;
+// A capitalised word (one or two) at the end of a clause after a comma, or at its start before
+// a comma or `!`: where a name is said to someone ("I met Caroline" keeps it). Only a speaker's.
+const END_NAME = /^,\s*(\p{Lu}[\p{Ll}’']+(?: \p{Lu}[\p{Ll}’']+)?)([!?.]*)$/u;
+const START_NAME = /^(\p{Lu}[\p{Ll}’']+)[,!]+\s+/u;
+
+/**
+ * `clause` without its filler: opening interjections, a closing laugh or emoji, the words that
+ * only soften or strengthen, and `names` (the line's speakers, or the start of one: "Mel" for
+ * Melanie) said to someone at its start or end. Empty when nothing else was said. Idempotent.
+ */
+export function dropFiller(clause: string, names: readonly string[] = []): string {
+  let text = clause;
+  for (let changed = true; changed;) {
+    const before = text;
+    const opener = OPENER.exec(text);
+    if (opener && opener[0].length > 0) text = text.slice(opener[0].length);
+    // (Each RegExp only where what it needs is there: most clauses have no name nor comma.)
+    const start = names.length > 0 ? START_NAME.exec(text) : null;
+    if (start && isSpeaker(start[1] as string, names)) text = text.slice(start[0].length);
+    text = dropCloser(text.includes(" ") ? text.replace(SOFTENER, "") : text);
+    const comma = names.length > 0 ? text.lastIndexOf(",") : -1;
+    const end = comma >= 0 ? END_NAME.exec(text.slice(comma)) : null;
+    if (end && isSpeaker(end[1] as string, names)) text = text.slice(0, comma) + (end[2] ?? "");
+    changed = text !== before;
+  }
+  return text.trim();
+}
+
+/** Where CLOSER is looked for: a clause's last characters (a laugh and its marks are short). */
+const CLOSER_TAIL = 48;
+// How a closing run can end, before its marks: a laugh's last two letters, a smiley, an emoji.
+const CLOSER_END =
+  /(?:ol|ha|he|ao|xd|bh|:[()dp]|\p{Extended_Pictographic}|\p{Emoji_Modifier}|\u{FE0F}|\u{200D})$/iu;
+
+/** `text` without a closing laugh, smiley or emoji run (a `!` or `?` among its marks stays as `!`). */
+function dropCloser(text: string): string {
+  let end = text.length;
+  while (end > 0 && " \t\n!.".includes(text[end - 1] as string)) end--;
+  if (end < 2 || !CLOSER_END.test(text.slice(end - 2, end))) return text;
+  const from = Math.max(0, text.length - CLOSER_TAIL);
+  const match = CLOSER.exec(text.slice(from));
+  if (!match) return text;
+  return text.slice(0, from + match.index) + (/[!?]/.test(match[0]) ? "!" : "");
+}
+
+/** `word` is one of `names`, or the start of one (three letters at least). */
+function isSpeaker(word: string, names: readonly string[]): boolean {
+  const lower = word.toLowerCase();
+  return names.some((name) => {
+    const n = name.toLowerCase();
+    return n === lower || (lower.length >= 3 && n.startsWith(lower));
+  });
+}
