@@ -70,6 +70,10 @@ describe("a unit's cue", () => {
     expect(cueOf("The standup ran long this morning.")).toBe(0);
     expect(cueOf("Maybe we look at it again on Friday.")).toBe(0);
     expect(cueOf("What did you do today?")).toBe(0);
+    expect(cueOf("We fly to Porto tomorrow.")).toBe(2);
+    expect(cueOf("I started pottery 3 years ago.")).toBe(2);
+    expect(cueOf("I recently started pottery.")).toBe(2);
+    expect(cueOf("The museum reopens next week.")).toBe(0);
   });
 });
 

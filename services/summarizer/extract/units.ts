@@ -252,11 +252,12 @@ function scanWord(lower: string, i: number): number {
   return -1;
 }
 
-// An event: what the speaker did, or does, and when ("last Friday we made macarons"). Said of
-// the speaker alone ("the standup ran long this morning" is no one's event), and of a time
-// past or present: "again on Friday" is more often a maybe than a plan.
+// An event: what the speaker did, does or is about to do, and when ("last Friday we made
+// macarons", "we fly to Porto tomorrow", "I moved here 3 years ago"). Said of the speaker alone
+// ("the standup ran long this morning" is no one's event), and of a time that is named: "again on
+// Friday" is more often a maybe than a plan.
 const WHEN =
-  /\b(?:today|tonight|yesterday|last (?:night|week|weekend|year|month|summer|winter|time)|this (?:morning|afternoon|evening|weekend|year)|(?:last|this) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b/i;
+  /\b(?:today|tonight|tomorrow|yesterday|recently|\w+ (?:days?|weeks?|months?|years?) ago|next (?:week|weekend|month|year|summer|winter)|last (?:night|week|weekend|year|month|summer|winter|time)|this (?:morning|afternoon|evening|weekend|week|month|year)|(?:last|this|next) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b/i;
 const FIRST_PERSON = /\b(?:i|we|my|our)\b/i;
 /** An event's cue: a decision's. */
 const EVENT = 2;
