@@ -65,7 +65,7 @@ describe("a unit's cue", () => {
   });
 
   it("counts what the speaker did and when, not a time alone", () => {
-    expect(cueOf("For my mom's birthday last Friday we made macarons.")).toBe(2);
+    expect(cueOf("For my mom's birthday last Friday we made macarons.")).toBe(3);
     expect(cueOf("Today I had a very interesting economics class.")).toBe(2);
     expect(cueOf("The standup ran long this morning.")).toBe(0);
     expect(cueOf("Maybe we look at it again on Friday.")).toBe(0);
@@ -74,6 +74,13 @@ describe("a unit's cue", () => {
     expect(cueOf("I started pottery 3 years ago.")).toBe(2);
     expect(cueOf("I recently started pottery.")).toBe(2);
     expect(cueOf("The museum reopens next week.")).toBe(0);
+  });
+
+  it("counts the people in the speaker's life", () => {
+    expect(cueOf("My sister teaches piano in Ghent.")).toBe(1);
+    expect(cueOf("Our dog Max sleeps on the sofa.")).toBe(1);
+    expect(cueOf("A sister of a colleague teaches piano.")).toBe(0);
+    expect(cueOf("How is your mom?")).toBe(0);
   });
 });
 

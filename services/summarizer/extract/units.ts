@@ -40,7 +40,8 @@ const KIND_WEIGHT: Record<EntityKind, number> = {
 };
 
 // Words that say a sentence asks, decides, reports how something came out, states a lasting
-// preference or takes back what was said before: what a reader of a summary needs most.
+// preference, takes back what was said before or tells of the speaker's people: what a reader
+// of a summary needs most.
 const REQUEST =
   /^(?:can|could|would|will) you\b|\b(?:please|i need|we need|need you to|make sure|remind me|deadline|due (?:by|on))\b/i;
 const CUES: [RegExp, number][] = [
@@ -55,6 +56,11 @@ const CUES: [RegExp, number][] = [
   // Plans: what is to happen, and when.
   [/\b(?:let's|we'll|we will|going to be|scheduled|planned for|due on|is on|are on)\b/i, 1],
   [REQUEST, 1.5],
+  // The people (and pets) in a speaker's life: "my sister moved to Porto", "our dog Max".
+  [
+    /\b(?:my|our) (?:mom|mum|mother|dad|father|parents|sister|brother|son|daughter|kids|children|husband|wife|partner|boyfriend|girlfriend|fianc[eé]e?|friends?|family|grandma|grandpa|cousin|aunt|uncle|dog|cat|puppy|kitten|boss|roommate)\b/i,
+    1,
+  ],
   [
     /\b(?:done|fixed|resolved|shipped|launched|released|failed|broke|succeeded|completed|finished|works now|is live|went live|rolled back|approved)\b/i,
     1.5,
