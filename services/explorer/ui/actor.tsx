@@ -13,6 +13,12 @@ export function stateTone(state: string): string {
   return "rest";
 }
 
+/** A state's name, free to wrap between its regions (`slot.open,<wbr>thread.active.idle`). */
+function StateName(props: { name: string }) {
+  const parts = props.name.split(",");
+  return <>{parts.map((part, i) => (i === 0 ? part : [",", <wbr key={i} />, part]))}</>;
+}
+
 export function ActorBadge(props: { report: ActorReport | undefined; loading?: boolean }) {
   if (props.loading) return <span class="badge asleep">…</span>;
   if (!props.report) {
@@ -28,7 +34,7 @@ export function ActorBadge(props: { report: ActorReport | undefined; loading?: b
   const r = props.report;
   return (
     <span class={`badge ${stateTone(r.state)}`} title={`on ${r.worker} since ${ago(r.since)}`}>
-      {r.state}
+      <StateName name={r.state} />
     </span>
   );
 }
@@ -69,9 +75,13 @@ export function ActorPanel(props: {
                 <tr key={`${t.at}-${i}`}>
                   <td class="mono muted">{clock(t.at)}</td>
                   <td class="mono states">
-                    <span class={`state ${stateTone(t.from)}`}>{t.from}</span>
+                    <span class={`state ${stateTone(t.from)}`}>
+                      <StateName name={t.from} />
+                    </span>
                     <span class="arrow"> → </span>
-                    <span class={`state ${stateTone(t.to)}`}>{t.to}</span>
+                    <span class={`state ${stateTone(t.to)}`}>
+                      <StateName name={t.to} />
+                    </span>
                   </td>
                   <td class="mono event" title={t.event}>
                     {t.event}
