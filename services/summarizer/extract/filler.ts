@@ -25,21 +25,73 @@ const START_NAME = /^(\p{Lu}[\p{Ll}’']+)[,!]+\s+/u;
  * Melanie) said to someone at its start or end. Empty when nothing else was said. Idempotent.
  */
 export function dropFiller(clause: string, names: readonly string[] = []): string {
+  const known = stripped.get(clause);
+  if (known !== undefined) return known;
+  const probe = { named: false };
+  const text = strip(clause, names, probe);
+  // A clause with no capitalised word where a name is said gives the same for any names.
+  if (!probe.named) stripped.set(clause, text);
+  return text;
+}
+
+/** dropFiller's work; `probe.named` is set when a capitalised word stood where a name is said. */
+function strip(clause: string, names: readonly string[], probe: { named: boolean }): string {
   let text = clause;
   for (let changed = true; changed;) {
     const before = text;
     const opener = OPENER.exec(text);
     if (opener && opener[0].length > 0) text = text.slice(opener[0].length);
-    // (Each RegExp only where what it needs is there: most clauses have no name nor comma.)
-    const start = names.length > 0 ? START_NAME.exec(text) : null;
-    if (start && isSpeaker(start[1] as string, names)) text = text.slice(start[0].length);
+    const start = START_NAME.exec(text);
+    if (start) {
+      probe.named = true;
+      if (isSpeaker(start[1] as string, names)) text = text.slice(start[0].length);
+    }
+    // (SOFTENER needs a space; END_NAME a comma: most clauses end with no name.)
     text = dropCloser(text.includes(" ") ? text.replace(SOFTENER, "") : text);
-    const comma = names.length > 0 ? text.lastIndexOf(",") : -1;
+    const comma = text.lastIndexOf(",");
     const end = comma >= 0 ? END_NAME.exec(text.slice(comma)) : null;
-    if (end && isSpeaker(end[1] as string, names)) text = text.slice(0, comma) + (end[2] ?? "");
+    if (end) {
+      probe.named = true;
+      if (isSpeaker(end[1] as string, names)) text = text.slice(0, comma) + (end[2] ?? "");
+    }
     changed = text !== before;
   }
   return text.trim();
+}
+
+/**
+ * Clauses stripped before, by text, when no name stood where one is said (so `names` did not
+ * matter): a line's clauses are read again by every merge up the tree. Each entry is a pure
+ * function of its key, so what it holds never changes a line. Two generations: the younger
+ * fills up to STRIPPED_ENTRIES, then becomes the older.
+ */
+const STRIPPED_ENTRIES = 1 << 13;
+class Stripped {
+  #young = new Map<string, string>();
+  #old = new Map<string, string>();
+
+  get(clause: string): string | undefined {
+    return this.#young.get(clause) ?? this.#old.get(clause);
+  }
+
+  set(clause: string, text: string): void {
+    if (this.#young.size >= STRIPPED_ENTRIES) {
+      this.#old = this.#young;
+      this.#young = new Map();
+    }
+    this.#young.set(clause, text);
+  }
+
+  clear(): void {
+    this.#young = new Map();
+    this.#old = new Map();
+  }
+}
+const stripped = new Stripped();
+
+/** Empties the memo of stripped clauses (benchmarks and tests: a process that just started). */
+export function forgetStripped(): void {
+  stripped.clear();
 }
 
 /** Where CLOSER is looked for: a clause's last characters (a laugh and its marks are short). */

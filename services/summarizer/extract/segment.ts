@@ -155,14 +155,23 @@ export function lineIdeas(
     body = body.slice(head.length).trim();
     const clauses = splitSentences(body, true)
       .flatMap(shortClauses)
-      .filter((clause) => !pleasantry(clause))
-      .map((clause) => dropFiller(clause, names))
-      .filter((clause) => clause !== "" && !pleasantry(clause));
+      .map((clause) => kept(clause, names))
+      .filter((clause) => clause !== "");
     if (clauses.length === 0 && head) clauses.push("");
     for (const clause of clauses) ideas.push({ head, turn, sentences: clause ? [clause] : [] });
     turn++;
   }
   return { ideas, carried, turns: turn - firstTurn };
+}
+
+/**
+ * A clause as a merge reads it (dropFiller), or "" when it is a bare pleasantry with its filler
+ * or without ("Hey Emily!" is one before its "Hey" is dropped, "Wow, so cool, Mel!" after).
+ */
+function kept(clause: string, names: readonly string[]): string {
+  const text = dropFiller(clause, names);
+  if (text === "" || pleasantry(text) || (text !== clause && pleasantry(clause))) return "";
+  return text;
 }
 
 /** The words of the names in a line's heads (`Ana → Bo: `): who may be spoken to by name. */
