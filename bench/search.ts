@@ -93,8 +93,11 @@ function thread(name: string, count: number): Message[] {
   return out;
 }
 
-/** A snapshot whose lines tile all but the newest TAIL messages, about 200 lines of 500 bytes. */
-function snapshotOf(name: string, messages: Message[]): OutlineSnapshot {
+/**
+ * A snapshot whose lines tile all but the newest TAIL messages, about 200 lines of 500 bytes, and
+ * whose tail names its messages' CHAT sequences, as the worker's does.
+ */
+function snapshotOf(name: string, messages: Message[], seqs: number[]): OutlineSnapshot {
   const boundary = messages.length - TAIL;
   let n = 1;
   while (boundary / n > 200) n *= 2;
@@ -123,7 +126,7 @@ function snapshotOf(name: string, messages: Message[]): OutlineSnapshot {
     seq: 0,
     lines,
     tail: messages.slice(boundary).map((m) => m.id),
-    tailSeqs: [],
+    tailSeqs: seqs.slice(boundary),
     pending: { jobs: 0, cuts: 0, merging: false },
   };
 }
@@ -167,7 +170,7 @@ export async function run(): Promise<Record<string, number>> {
       const last = seqs.at(-1) ?? 0;
       await indexer.reach(last, 600_000);
       const seconds = (performance.now() - t0) / 1000;
-      await kv.put(name, JSON.stringify({ ...snapshotOf(name, messages), seq: last }));
+      await kv.put(name, JSON.stringify({ ...snapshotOf(name, messages, seqs), seq: last }));
       indexed += size;
       indexer.store().checkpoint();
       const bytes = statSync(path).size;

@@ -1,5 +1,6 @@
 import type { CoveringLine } from "../../shared/search.ts";
-import type { StoredSnapshot } from "../nats/reader.ts";
+import type { OutlineSnapshot } from "../../shared/snapshot.ts";
+import type { HeldSnapshot, StoredSnapshot } from "../nats/reader.ts";
 
 /** Which outline lines cover which positions: all a hit needs of the thread's snapshot. */
 export interface Coverage {
@@ -10,17 +11,41 @@ export interface Coverage {
 /** Threads whose coverage is kept; each holds two numbers a line (a few KB for a long thread). */
 export const COVERAGE_THREADS = 1_000;
 
+interface Kept {
+  revision: number;
+  bytes: number;
+  /** The snapshot's newest tail message, by which the reader tells the revision still stands. */
+  proof: HeldSnapshot["proof"];
+  coverage: Coverage;
+}
+
 /**
  * The coverage of each thread's snapshot, kept by KV revision: a query on a thread whose snapshot
  * has not changed since the last one parses nothing (a long thread's snapshot is ~100 KB of JSON,
- * whose parse is about a tenth of a query). The least recently asked thread goes first.
+ * whose parse is about a tenth of a query), and can ask by revision instead of reading those
+ * bytes again (`held`). The least recently asked thread goes first.
  */
 export class CoverageCache {
-  readonly #kept = new Map<string, { revision: number; bytes: number; coverage: Coverage }>();
+  readonly #kept = new Map<string, Kept>();
   readonly #max: number;
 
   constructor(max = COVERAGE_THREADS) {
     this.#max = max;
+  }
+
+  /** The revision kept for the thread, with its proof, for `ThreadReader.storedSnapshotSince`. */
+  held(thread: string): HeldSnapshot | undefined {
+    const kept = this.#kept.get(thread);
+    return kept && { revision: kept.revision, proof: kept.proof };
+  }
+
+  /** The coverage kept for the thread, once the reader said its revision is still the value. */
+  unchanged(thread: string): Coverage | undefined {
+    const kept = this.#kept.get(thread);
+    if (!kept) return undefined;
+    this.#kept.delete(thread);
+    this.#kept.set(thread, kept);
+    return kept.coverage;
   }
 
   /** The coverage of `stored`, parsed only when its revision is not the one kept. */
@@ -41,7 +66,17 @@ export class CoverageCache {
       lines: snapshot.lines.map(({ id, n }) => ({ id, n })),
       boundary: snapshot.boundary,
     };
-    this.#kept.set(thread, { revision: stored.revision, bytes: stored.bytes.length, coverage });
+    // A snapshot from before tailSeqs has no proof: it is then read whole at each query.
+    const { tail, tailSeqs } = snapshot as Partial<OutlineSnapshot>;
+    const seq = tailSeqs?.at(-1);
+    const id = tail?.at(-1);
+    const proof = seq === undefined || id === undefined ? undefined : { seq, id };
+    this.#kept.set(thread, {
+      revision: stored.revision,
+      bytes: stored.bytes.length,
+      proof,
+      coverage,
+    });
     if (this.#kept.size > this.#max) {
       const oldest = this.#kept.keys().next().value;
       if (oldest !== undefined) this.#kept.delete(oldest);

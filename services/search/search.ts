@@ -7,9 +7,9 @@ import {
   snippet,
 } from "../../shared/search.ts";
 import { ApiError, notFound } from "../api/api-error.ts";
-import type { ThreadReader } from "../nats/reader.ts";
+import type { StoredSnapshot, ThreadReader } from "../nats/reader.ts";
 import { beforeArg, limitArg, threadArg, type RawRequest } from "../api/requests.ts";
-import { CoverageCache } from "./coverage.ts";
+import { CoverageCache, type Coverage } from "./coverage.ts";
 import type { SearchIndexer } from "./indexer.ts";
 
 /** The search operation (SPEC §8), free of any transport. */
@@ -71,21 +71,39 @@ export type Search = (raw: RawRequest) => Promise<SearchReply>;
  * stored a moment ago is never missed. The snapshot gives each hit its line.
  */
 export function createSearch(
-  reader: Pick<ThreadReader, "storedSnapshot" | "lastMessageSeq">,
+  reader: Pick<ThreadReader, "storedSnapshot" | "storedSnapshotSince" | "lastMessageSeq">,
   indexer: SearchIndexer,
   options: SearchOptions = {},
 ): Search {
   const waitMs = options.waitMs ?? 2_000;
   const coverage = new CoverageCache();
+
+  /**
+   * The thread's snapshot, or the coverage kept of it when its revision is still the key's value:
+   * asked by revision, so a query on an unchanged thread reads none of its ~100 KB of bytes.
+   */
+  async function snapshotOf(
+    thread: string,
+  ): Promise<{ kept?: Coverage; stored?: StoredSnapshot | undefined }> {
+    const held = reader.storedSnapshotSince && coverage.held(thread);
+    if (!held || !reader.storedSnapshotSince)
+      return { stored: await reader.storedSnapshot(thread) };
+    const got = await reader.storedSnapshotSince(thread, held);
+    if (got !== "unchanged") return { stored: got };
+    // Another query may have let it go meanwhile (the cache is full): read it whole.
+    const kept = coverage.unchanged(thread);
+    return kept ? { kept } : { stored: await reader.storedSnapshot(thread) };
+  }
+
   return async (raw) => {
     const args = searchArgs(raw);
     const { thread } = args;
     const [snapshot, lastSeq] = await Promise.all([
-      reader.storedSnapshot(thread),
+      snapshotOf(thread),
       reader.lastMessageSeq(thread),
     ]);
-    const { lines, boundary } = coverage.of(thread, snapshot);
-    if (!snapshot && lastSeq === 0) {
+    const { lines, boundary } = snapshot.kept ?? coverage.of(thread, snapshot.stored);
+    if (!snapshot.kept && !snapshot.stored && lastSeq === 0) {
       // Deleted (its erase ran before this index read the delete) or never existed.
       indexer.store().eraseGone(new Set(), thread);
       throw notFound(thread);
