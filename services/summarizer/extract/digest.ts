@@ -8,6 +8,7 @@
 import { cutToBytes, utf8Bytes } from "../../../shared/bytes.ts";
 import { ELLIPSIS_BYTES, shorten, trimEndMarks } from "./compose.ts";
 import { forgetStripped } from "./filler.ts";
+import { Generations } from "./generations.ts";
 import { lineIdeas } from "./segment.ts";
 import { clauseSpans, makeUnit, type Unit } from "./units.ts";
 
@@ -354,26 +355,19 @@ function knownCore(digests: readonly Digest[], said: string): UnitCore | undefin
 const MEMO_ENTRIES = 1 << 13;
 
 class Memo {
-  #young = new Map<string, UnitCore>();
-  #old = new Map<string, UnitCore>();
+  readonly #held = new Generations<UnitCore>(MEMO_ENTRIES);
 
   /** The core of `said`: held, one of `known`'s, or weighed now (then held). */
   get(said: string, known: readonly Digest[]): UnitCore {
-    let core = this.#young.get(said);
-    if (core) return core;
-    core =
-      this.#old.get(said) ?? (known.length > 0 ? knownCore(known, said) : undefined) ?? weigh(said);
-    if (this.#young.size >= MEMO_ENTRIES) {
-      this.#old = this.#young;
-      this.#young = new Map();
-    }
-    this.#young.set(said, core);
+    const held = this.#held.get(said);
+    if (held) return held;
+    const core = (known.length > 0 ? knownCore(known, said) : undefined) ?? weigh(said);
+    this.#held.set(said, core);
     return core;
   }
 
   clear(): void {
-    this.#young = new Map();
-    this.#old = new Map();
+    this.#held.clear();
   }
 }
 

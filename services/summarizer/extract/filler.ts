@@ -1,3 +1,5 @@
+import { Generations } from "./generations.ts";
+
 // Words inside a clause that cost a line bytes and tell a later reader nothing: an opening
 // interjection ("Oh wow, …", "Haha yeah …"), a closing laugh or emoji ("… lol"), words that
 // only soften or strengthen ("really", "super"), and a speaker's name said to them ("…,
@@ -62,32 +64,10 @@ function strip(clause: string, names: readonly string[], probe: { named: boolean
 /**
  * Clauses stripped before, by text, when no name stood where one is said (so `names` did not
  * matter): a line's clauses are read again by every merge up the tree. Each entry is a pure
- * function of its key, so what it holds never changes a line. Two generations: the younger
- * fills up to STRIPPED_ENTRIES, then becomes the older.
+ * function of its key, so what it holds never changes a line.
  */
 const STRIPPED_ENTRIES = 1 << 13;
-class Stripped {
-  #young = new Map<string, string>();
-  #old = new Map<string, string>();
-
-  get(clause: string): string | undefined {
-    return this.#young.get(clause) ?? this.#old.get(clause);
-  }
-
-  set(clause: string, text: string): void {
-    if (this.#young.size >= STRIPPED_ENTRIES) {
-      this.#old = this.#young;
-      this.#young = new Map();
-    }
-    this.#young.set(clause, text);
-  }
-
-  clear(): void {
-    this.#young = new Map();
-    this.#old = new Map();
-  }
-}
-const stripped = new Stripped();
+const stripped = new Generations<string>(STRIPPED_ENTRIES);
 
 /** Empties the memo of stripped clauses (benchmarks and tests: a process that just started). */
 export function forgetStripped(): void {
