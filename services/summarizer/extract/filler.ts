@@ -1,10 +1,9 @@
 import { Generations } from "./generations.ts";
 
-// Words inside a clause that cost a line bytes and tell a later reader nothing: an opening
-// interjection ("Oh wow, …", "Haha yeah …"), a closing laugh or emoji ("… lol"), words that
-// only soften or strengthen ("really", "super"), and a speaker's name said to them ("…,
-// Caroline!"). A merge reads a line's clauses without them, so the same bytes hold more of
-// what was said. None of these words names a thing, a time or a place.
+// Words at a clause's edges that cost a line bytes and tell a later reader nothing: an opening
+// interjection ("Oh wow, …", "Haha yeah …"), a closing laugh or emoji ("… lol"), and a
+// speaker's name said to them ("…, Caroline!"). A merge reads a line's clauses without them, so
+// the same bytes hold more of what was said. None of these words names a thing, a time or a place.
 
 // An opening interjection or discourse marker with the marks after it, taken off one by one
 // ("Oh wow! Yeah, …"). Not "actually" (it takes back what was said before) nor "no" (it answers).
@@ -13,18 +12,15 @@ const OPENER =
 // A closing laugh, interjection or emoji run, with the marks before it.
 const CLOSER =
   /[\s,.~-]*(?:\b(?:lo+l|(?:ha)+h?|(?:he)+h?|lmf?ao|xd|tbh)\b|:[()DPp]|(?:\p{Extended_Pictographic}|\p{Emoji_Modifier}|\u{FE0F}|\u{200D})+)+[\s!.]*$/iu;
-// Words that only make another stronger or softer: "I really love it" says "I love it".
-const SOFTENER =
-  /\s(?:really|very|super|totally|literally|basically|honestly|definitely|kinda|sorta|pretty much|quite|tbh)(?=\s)/gi;
 // A capitalised word (one or two) at the end of a clause after a comma, or at its start before
 // a comma or `!`: where a name is said to someone ("I met Caroline" keeps it). Only a speaker's.
 const END_NAME = /^,\s*(\p{Lu}[\p{Ll}’']+(?: \p{Lu}[\p{Ll}’']+)?)([!?.]*)$/u;
 const START_NAME = /^(\p{Lu}[\p{Ll}’']+)[,!]+\s+/u;
 
 /**
- * `clause` without its filler: opening interjections, a closing laugh or emoji, the words that
- * only soften or strengthen, and `names` (the line's speakers, or the start of one: "Mel" for
- * Melanie) said to someone at its start or end. Empty when nothing else was said. Idempotent.
+ * `clause` without its filler: opening interjections, a closing laugh or emoji, and `names`
+ * (the line's speakers, or the start of one: "Mel" for Melanie) said to someone at its start or
+ * end. Empty when nothing else was said. Idempotent.
  */
 export function dropFiller(clause: string, names: readonly string[] = []): string {
   const known = stripped.get(clause);
@@ -48,8 +44,8 @@ function strip(clause: string, names: readonly string[], probe: { named: boolean
       probe.named = true;
       if (isSpeaker(start[1] as string, names)) text = text.slice(start[0].length);
     }
-    // (SOFTENER needs a space; END_NAME a comma: most clauses end with no name.)
-    text = dropCloser(text.includes(" ") ? text.replace(SOFTENER, "") : text);
+    // (END_NAME needs a comma: most clauses end with no name.)
+    text = dropCloser(text);
     const comma = text.lastIndexOf(",");
     const end = comma >= 0 ? END_NAME.exec(text.slice(comma)) : null;
     if (end) {
