@@ -22,7 +22,7 @@ const START_NAME = /^(\p{Lu}[\p{Ll}’']+)[,!]+\s+/u;
  * (the line's speakers, or the start of one: "Mel" for Melanie) said to someone at its start or
  * end. Empty when nothing else was said. Idempotent.
  */
-export function dropFiller(clause: string, names: readonly string[] = []): string {
+export function dropFiller(clause: string, names: Names = []): string {
   const known = stripped.get(clause);
   if (known !== undefined) return known;
   const probe = { named: false };
@@ -33,7 +33,7 @@ export function dropFiller(clause: string, names: readonly string[] = []): strin
 }
 
 /** dropFiller's work; `probe.named` is set when a capitalised word stood where a name is said. */
-function strip(clause: string, names: readonly string[], probe: { named: boolean }): string {
+function strip(clause: string, names: Names, probe: { named: boolean }): string {
   let text = clause;
   for (let changed = true; changed;) {
     const before = text;
@@ -87,10 +87,13 @@ function dropCloser(text: string): string {
   return text.slice(0, from + match.index) + (/[!?]/.test(match[0]) ? "!" : "");
 }
 
+/** Speakers' names, or how to find them (asked only when a clause may say one to someone). */
+export type Names = readonly string[] | (() => readonly string[]);
+
 /** `word` is one of `names`, or the start of one (three letters at least). */
-function isSpeaker(word: string, names: readonly string[]): boolean {
+function isSpeaker(word: string, names: Names): boolean {
   const lower = word.toLowerCase();
-  return names.some((name) => {
+  return (typeof names === "function" ? names() : names).some((name) => {
     const n = name.toLowerCase();
     return n === lower || (lower.length >= 3 && n.startsWith(lower));
   });

@@ -1,5 +1,5 @@
 import { cutToBytes } from "../../../shared/bytes.ts";
-import { dropFiller } from "./filler.ts";
+import { dropFiller, type Names } from "./filler.ts";
 import { COMMON_WORDS } from "./lexicon.ts";
 
 /** A unit of meaning: a paragraph or list item of a message, or one speaker's turn in a line. */
@@ -142,7 +142,9 @@ export function lineIdeas(
   const carried: string[] = [];
   let turn = firstTurn;
   const parts = line.split(TURN_SPLIT);
-  const names = speakerNames(parts);
+  // Found only when a clause may say a name to someone: few do.
+  let found: string[] | undefined;
+  const names = (): string[] => (found ??= speakerNames(parts));
   for (const part of parts) {
     let body = part.trim();
     // ALSO needs its opening literally: most turns have none, and the RegExp tries every space.
@@ -168,7 +170,7 @@ export function lineIdeas(
  * A clause as a merge reads it (dropFiller), or "" when it is a bare pleasantry with its filler
  * or without ("Hey Emily!" is one before its "Hey" is dropped, "Wow, so cool, Mel!" after).
  */
-function kept(clause: string, names: readonly string[]): string {
+function kept(clause: string, names: Names): string {
   const text = dropFiller(clause, names);
   if (text === "" || pleasantry(text) || (text !== clause && pleasantry(clause))) return "";
   return text;
