@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { dropFiller, forgetStripped } from "../services/summarizer/extract/filler.ts";
+import { dropFiller } from "../services/summarizer/extract/filler.ts";
 import { lineIdeas } from "../services/summarizer/extract/segment.ts";
 
 const speakers = ["Caroline", "Melanie"];
@@ -12,6 +12,8 @@ describe("filler dropped from a clause", () => {
     expect(dropFiller("Oh wow! So I went to Porto last May.")).toBe("I went to Porto last May.");
     expect(dropFiller("I really love olive oil 😂")).toBe("I really love olive oil");
     expect(dropFiller("Haha")).toBe("");
+    expect(dropFiller("We met at the pier :D")).toBe("We met at the pier");
+    expect(dropFiller("The tide was high, Hahaha!")).toBe("The tide was high!");
   });
 
   it("takes off a speaker's name said to them, not another name", () => {
@@ -36,21 +38,6 @@ describe("filler dropped from a clause", () => {
       "I went camping at the beach.",
       "",
     ]);
-  });
-
-  it("gives the same with its memo warm, whatever names it was asked with before", () => {
-    const word = fc.constantFrom("oh", "Caroline,", "Mel!", "Porto", "lol", "I", "went", "Bo,");
-    const names = fc.constantFrom([], speakers, ["Bo"]);
-    fc.assert(
-      fc.property(fc.array(word, { maxLength: 8 }), names, names, (parts, first, then) => {
-        const clause = parts.join(" ");
-        forgetStripped();
-        const cold = dropFiller(clause, then);
-        forgetStripped();
-        dropFiller(clause, first);
-        expect(dropFiller(clause, then)).toBe(cold);
-      }),
-    );
   });
 
   it("is idempotent and only ever leaves words out", () => {

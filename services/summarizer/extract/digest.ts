@@ -7,7 +7,6 @@
 // digests, the memo of weighed clauses below) only make it sooner.
 import { cutToBytes, utf8Bytes } from "../../../shared/bytes.ts";
 import { ELLIPSIS_BYTES, shorten, trimEndMarks } from "./compose.ts";
-import { forgetStripped } from "./filler.ts";
 import { Generations } from "./generations.ts";
 import { lineIdeas } from "./segment.ts";
 import { clauseSpans, makeUnit, type Unit } from "./units.ts";
@@ -373,11 +372,7 @@ class Memo {
 
 const weighed = new Memo();
 
-/**
- * Empties the memos of weighed and stripped clauses (benchmarks and tests: a process that just
- * started).
- */
+/** Empties the memo of weighed clauses (benchmarks and tests: a process that just started). */
 export function forgetWeighed(): void {
   weighed.clear();
-  forgetStripped();
 }

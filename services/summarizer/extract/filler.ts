@@ -1,5 +1,3 @@
-import { Generations } from "./generations.ts";
-
 // Words at a clause's edges that cost a line bytes and tell a later reader nothing: an opening
 // interjection ("Oh wow, …", "Haha yeah …"), a closing laugh or emoji ("… lol"), and a
 // speaker's name said to them ("…, Caroline!"). A merge reads a line's clauses without them, so
@@ -23,64 +21,69 @@ const START_NAME = /^(\p{Lu}[\p{Ll}’']+)[,!]+\s+/u;
  * end. Empty when nothing else was said. Idempotent.
  */
 export function dropFiller(clause: string, names: Names = []): string {
-  const known = stripped.get(clause);
-  if (known !== undefined) return known;
-  const probe = { named: false };
-  const text = strip(clause, names, probe);
-  // A clause with no capitalised word where a name is said gives the same for any names.
-  if (!probe.named) stripped.set(clause, text);
-  return text;
-}
-
-/** dropFiller's work; `probe.named` is set when a capitalised word stood where a name is said. */
-function strip(clause: string, names: Names, probe: { named: boolean }): string {
   let text = clause;
+  // Each RegExp only where its match could start: most clauses have nothing to drop.
   for (let changed = true; changed;) {
     const before = text;
     const opener = OPENER.exec(text);
     if (opener && opener[0].length > 0) text = text.slice(opener[0].length);
-    const start = START_NAME.exec(text);
-    if (start) {
-      probe.named = true;
-      if (isSpeaker(start[1] as string, names)) text = text.slice(start[0].length);
-    }
-    // (END_NAME needs a comma: most clauses end with no name.)
+    const start = mayStartWithName(text) ? START_NAME.exec(text) : null;
+    if (start && isSpeaker(start[1] as string, names)) text = text.slice(start[0].length);
     text = dropCloser(text);
     const comma = text.lastIndexOf(",");
     const end = comma >= 0 ? END_NAME.exec(text.slice(comma)) : null;
-    if (end) {
-      probe.named = true;
-      if (isSpeaker(end[1] as string, names)) text = text.slice(0, comma) + (end[2] ?? "");
-    }
+    if (end && isSpeaker(end[1] as string, names)) text = text.slice(0, comma) + (end[2] ?? "");
     changed = text !== before;
   }
   return text.trim();
 }
 
 /**
- * Clauses stripped before, by text, when no name stood where one is said (so `names` did not
- * matter): a line's clauses are read again by every merge up the tree. Each entry is a pure
- * function of its key, so what it holds never changes a line.
+ * Whether START_NAME may match: a capitalised word then `,` or `!` (an ASCII text is read by
+ * its character codes; any other is left to the RegExp).
  */
-const STRIPPED_ENTRIES = 1 << 13;
-const stripped = new Generations<string>(STRIPPED_ENTRIES);
-
-/** Empties the memo of stripped clauses (benchmarks and tests: a process that just started). */
-export function forgetStripped(): void {
-  stripped.clear();
+function mayStartWithName(text: string): boolean {
+  const first = text.charCodeAt(0);
+  if (first >= 0x80) return true;
+  if (first < 65 || first > 90) return false;
+  for (let i = 1; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c >= 97 && c <= 122) || c === 39 || c === 0x2019) continue;
+    return i > 1 && (c === 44 || c === 33);
+  }
+  return false;
 }
 
 /** Where CLOSER is looked for: a clause's last characters (a laugh and its marks are short). */
 const CLOSER_TAIL = 48;
-// How a closing run can end, before its marks: a laugh's last two letters, a smiley, an emoji.
-const CLOSER_END =
-  /(?:ol|ha|he|ao|xd|bh|:[()dp]|\p{Extended_Pictographic}|\p{Emoji_Modifier}|\u{FE0F}|\u{200D})$/iu;
+// An emoji's last code units, for a text that ends in one.
+const EMOJI_END = /(?:\p{Extended_Pictographic}|\p{Emoji_Modifier}|\u{FE0F}|\u{200D})$/u;
+
+/**
+ * Whether a closing run may end at `end`: a laugh's last two letters (`lol`, `haha`, `hehe`,
+ * `lmao`, `xd`, `tbh`), a smiley (`:)`, `:(`, `:D`, `:p`) or an emoji.
+ */
+function mayClose(text: string, end: number): boolean {
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0x80) return EMOJI_END.test(text.slice(Math.max(0, end - 2), end));
+  // `| 0x20` lower-cases an ASCII letter and maps no other character onto one.
+  const a = last | 0x20;
+  const b = text.charCodeAt(end - 2) | 0x20;
+  if (b === 58) return a === 41 || a === 40 || a === 100 || a === 112; // : ) ( d p
+  return (
+    (b === 111 && a === 108) || // ol
+    (b === 104 && (a === 97 || a === 101)) || // ha, he
+    (b === 97 && a === 111) || // ao
+    (b === 120 && a === 100) || // xd
+    (b === 98 && a === 104) // bh
+  );
+}
 
 /** `text` without a closing laugh, smiley or emoji run (a `!` or `?` among its marks stays as `!`). */
 function dropCloser(text: string): string {
   let end = text.length;
   while (end > 0 && " \t\n!.".includes(text[end - 1] as string)) end--;
-  if (end < 2 || !CLOSER_END.test(text.slice(end - 2, end))) return text;
+  if (end < 2 || !mayClose(text, end)) return text;
   const from = Math.max(0, text.length - CLOSER_TAIL);
   const match = CLOSER.exec(text.slice(from));
   if (!match) return text;
