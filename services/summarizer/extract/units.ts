@@ -263,7 +263,7 @@ function scanWord(lower: string, i: number): number {
 // ("the standup ran long this morning" is no one's event), and of a time that is named: "again on
 // Friday" is more often a maybe than a plan.
 const WHEN =
-  /\b(?:today|tonight|tomorrow|yesterday|recently|\w+ (?:days?|weeks?|months?|years?) ago|next (?:week|weekend|month|year|summer|winter)|last (?:night|week|weekend|year|month|summer|winter|time)|this (?:morning|afternoon|evening|weekend|week|month|year)|(?:last|this|next) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b/i;
+  /\b(?:today|tonight|tomorrow|yesterday|recently|(?:days?|weeks?|months?|years?) ago|next (?:week|weekend|month|year|summer|winter)|last (?:night|week|weekend|year|month|summer|winter|time)|this (?:morning|afternoon|evening|weekend|week|month|year)|(?:last|this|next) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b/i;
 const FIRST_PERSON = /\b(?:i|we|my|our)\b/i;
 /** An event's cue: a decision's. */
 const EVENT = 2;
@@ -282,9 +282,8 @@ export function cueOf(text: string): number {
 // What people later ask about is what speakers said of themselves ("my sister lives in Porto");
 // a remark about the listener or a reaction mostly answers what came before it. On REALTALK, a
 // clause with my/our/we holds an answer word twice as often as the average, one about "you" half.
-const OURS = /\b(?:my|our|ours|we|we're|we've|we'll|we'd|mine)\b/i;
-const MINE = /\b(?:i|i'm|i’m|i've|i’ve|i'll|i’ll|i'd|i’d|im|ive|me)\b/i;
-const YOURS = /\b(?:you|your|yours|you're|you’re|u|ur)\b/i;
+// One scan for the three: my/our/we (a contraction's "we" too: "we're"), I/me, you.
+const PRONOUN = /\b(?:(my|our|ours|we|mine)|(i|im|ive|me)|(you|your|yours|u|ur))\b/gi;
 const REACTION =
   /^(?:that|that's|that’s|thats|it's|it’s|its|sounds|wow|oh|aw|haha|lol|nice|cool|omg|yeah|yes)\b/i;
 /** Factors on what a sentence is worth: of the speaker's own (we, I), of the listener's, a reaction. */
@@ -292,10 +291,19 @@ const VOICE = { ours: 1.3, mine: 1.15, yours: 0.6, reaction: 0.6 };
 
 /** How much a sentence tells of its speaker: a factor on its worth in a merge (1: neutral). */
 export function voiceOf(text: string): number {
+  let mine = false;
+  let yours = false;
   let voice = 1;
-  if (OURS.test(text)) voice = VOICE.ours;
-  else if (MINE.test(text)) voice = VOICE.mine;
-  else if (YOURS.test(text)) voice = VOICE.yours;
+  PRONOUN.lastIndex = 0;
+  for (let match = PRONOUN.exec(text); match; match = PRONOUN.exec(text)) {
+    if (match[1] !== undefined) {
+      voice = VOICE.ours;
+      break;
+    }
+    if (match[2] !== undefined) mine = true;
+    else yours = true;
+  }
+  if (voice === 1) voice = mine ? VOICE.mine : yours ? VOICE.yours : 1;
   return REACTION.test(text) ? voice * VOICE.reaction : voice;
 }
 
