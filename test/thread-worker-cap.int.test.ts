@@ -136,7 +136,7 @@ describe("thread worker: the actor cap (OUTLINE_MAX_ACTORS)", () => {
     expect(text).toMatch(/^outline_worker_process_resident_memory_bytes [1-9]\d*$/m);
     expect(text).toMatch(/^outline_worker_nodejs_heap_size_used_bytes [1-9]\d*$/m);
     expect(text).toMatch(/^outline_worker_nodejs_eventloop_lag_seconds [\d.e-]+$/m);
-    expect(text).toMatch(/^outline_worker_actor_cap 10000$/m);
+    expect(text).toMatch(/^outline_worker_actor_cap 5000$/m);
     expect(text).toMatch(/^outline_worker_cap_passivations_total 0$/m);
   });
 });

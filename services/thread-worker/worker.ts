@@ -117,11 +117,11 @@ export interface ThreadWorker {
 
 export const DEFAULT_IDLE_MS = 60_000;
 /**
- * Live thread actors at most (OUTLINE_MAX_ACTORS). Under load an actor holds some 50 KB of RSS
- * with its share of the heap's slack: 100,000 threads busy at once peak well under 1 GB
- * (docs/thread-worker.md, `npm run bench -- threads`).
+ * Live thread actors at most (OUTLINE_MAX_ACTORS). Under load an actor holds some 100 KB of RSS
+ * with its share of the heap's slack: 100,000 threads busy at once then peak under 1 GB, where
+ * 10,000 passed it (docs/thread-worker.md, `npm run bench -- threads`).
  */
-export const DEFAULT_MAX_ACTORS = 10_000;
+export const DEFAULT_MAX_ACTORS = 5_000;
 /** Whole messages a thread holds at most while its summaries lag (OUTLINE_BACKLOG_LIMIT). */
 export const DEFAULT_BACKLOG_LIMIT = 4_000;
 export const DEFAULT_ACK_WAIT_MS = 30_000;
