@@ -66,9 +66,8 @@ function taskCpu(pid: number | undefined): Map<string, number> {
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      byName.set(name, (byName.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
+      const cpu = cpuSecondsOf(pid, tid);
+      if (cpu !== undefined) byName.set(name, (byName.get(name) ?? 0) + cpu);
     } catch {
       // the thread ended
     }

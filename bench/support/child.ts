@@ -8,12 +8,18 @@ import { createRequire } from "node:module";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 
-/** CPU seconds (user + system) a process has used so far, from /proc; undefined elsewhere. */
-export function cpuSecondsOf(pid: number | undefined): number | undefined {
+/**
+ * CPU seconds (user + system) a process, or one of its threads (`task`), has used so far, from
+ * /proc; undefined elsewhere or once it ended.
+ */
+export function cpuSecondsOf(pid: number | undefined, task?: string): number | undefined {
   if (pid === undefined) return undefined;
   try {
     // Fields after the command name (which may hold spaces): utime and stime are 14th and 15th.
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const stat = readFileSync(
+      `/proc/${pid}${task === undefined ? "" : `/task/${task}`}/stat`,
+      "utf8",
+    );
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     return (Number(fields[11]) + Number(fields[12])) / 100;
   } catch {
