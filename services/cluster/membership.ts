@@ -199,7 +199,7 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
   };
 
   let lastPlan: LeasePlan | undefined;
-  let joinedNow: () => void = () => {};
+  let joinedNow: (() => void) | undefined;
   const joined = new Promise<void>((resolve) => (joinedNow = resolve));
   /** The owner of each partition by the assignment among the members heard now. */
   const ownersNow = (): string[] => {
@@ -246,7 +246,11 @@ export async function joinCluster(options: MembershipOptions): Promise<Membershi
     }
     running = reconcile()
       .then(() => {
-        if (!leaving && deferred.size === 0 && holdsShare()) joinedNow();
+        // Asked until the first time it holds: no assignment is worked out again per plan after.
+        if (joinedNow && !leaving && deferred.size === 0 && holdsShare()) {
+          joinedNow();
+          joinedNow = undefined;
+        }
       })
       .catch((err: unknown) => log.warn(`cluster: ${(err as Error).message}; retrying`))
       .finally(() => {

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { KvWatchInclude, type KvEntry, type KvWatchEntry } from "@nats-io/kv";
+import type { SingleWorker } from "../../shared/api.ts";
 import { SettingsError } from "../../shared/errors.ts";
 import { clusterBucket, openClusterBucket } from "../cluster/bucket.ts";
 import type { InfraNames } from "../config/names.ts";
@@ -23,12 +24,8 @@ export function allowSinglePeersOf(values: SettingValues): boolean {
   );
 }
 
-/** A single-mode worker's heartbeat, `single.<id>` in the cluster bucket. */
-interface SingleInfo {
-  id: string;
-  host: string;
-  pid: number;
-  since: string;
+/** A single-mode worker's heartbeat, `single.<id>` in the cluster bucket (GET /cluster lists it). */
+interface SingleInfo extends Pick<SingleWorker, "id" | "host" | "pid" | "since"> {
   /** The revision of its first heartbeat: the lower one came first. */
   first?: number;
 }
