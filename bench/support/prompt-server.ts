@@ -12,6 +12,7 @@ import { natsHealth } from "../../services/prompt-builder/health.ts";
 import { createHttpServer, listen } from "../../services/prompt-builder/http.ts";
 import { createMetrics } from "../../services/prompt-builder/metrics.ts";
 import { createOperations } from "../../services/prompt-builder/operations.ts";
+import { countBuffersInHeapLimit } from "../../services/util/heap-limits.ts";
 
 const url = process.env.BENCH_NATS_URL;
 const namesJson = process.env.BENCH_NAMES;
@@ -19,6 +20,8 @@ if (!url || !namesJson) throw new Error("prompt-server.ts is run by bench/prompt
 const names = JSON.parse(namesJson) as InfraNames;
 const cacheBytes = process.env.BENCH_PROMPT_CACHE_BYTES;
 
+// As the prompt-builder's main does.
+countBuffersInHeapLimit();
 const nc = await connectNats({ url, name: "bench-prompt-builder" });
 const metrics = createMetrics(nc, { workerSubject: `${names.apiPrefix}.metrics.worker` });
 const server = createHttpServer({

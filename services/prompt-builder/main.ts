@@ -19,11 +19,13 @@ import { createReader } from "../nats/reader.ts";
 import { forwardSearch } from "./search-forward.ts";
 import { natsUrlSource } from "../config/nats-url.ts";
 import { onSupervisorGone } from "../util/lifeline.ts";
+import { countBuffersInHeapLimit } from "../util/heap-limits.ts";
 
 // Wiring only: settings → NATS → reader → operations → HTTP and NATS transports; drain on signal.
 const log = (line: string) => console.error(line);
 
 async function main(): Promise<void> {
+  countBuffersInHeapLimit();
   const config = loadSettings();
   for (const warning of config.warnings) log(`prompt-builder: warning: ${warning}`);
   const { host, port } = config.settings;
