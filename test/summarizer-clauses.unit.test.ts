@@ -98,6 +98,15 @@ describe("a unit's voice", () => {
     );
   });
 
+  it("weighs what may be, could be or should be below what was", () => {
+    expect(voiceOf("I could take a ceramics class in Ghent.")).toBeLessThan(
+      voiceOf("I took a ceramics class in Ghent."),
+    );
+    expect(voiceOf("We might move to Porto.")).toBeLessThan(voiceOf("We moved to Porto."));
+    // The month is no modal.
+    expect(voiceOf("We moved to Porto in May.")).toBe(voiceOf("We moved to Porto."));
+  });
+
   it("makes a merge with room for one keep the speaker's own fact", () => {
     for (const left of [
       "Ana: You would love the hikes around Bergen. / Bo: My sister teaches piano in Ghent.",
@@ -120,5 +129,9 @@ describe("a curly apostrophe", () => {
     expect(termsOf("so then I’m off and I’ve told Porto.").terms).toEqual(straight);
     expect(straight).toEqual(["porto"]);
     expect(findEntities("and then I’m in Porto").map((e) => e.text)).toEqual(["Porto"]);
+  });
+
+  it("leaves a contraction typed without one everyday too", () => {
+    expect(termsOf("dont ask, thats why im gonna be in Porto").terms).toEqual(["porto"]);
   });
 });

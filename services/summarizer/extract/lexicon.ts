@@ -1,6 +1,7 @@
 // Everyday English: words any chat uses whatever it is about. A word outside this list is rarer
 // and says more about what a sentence is about (a place, a product, an event, a food), so the
-// extractive summarizer weighs it as a term. Hand-kept, lower case, no model and no download.
+// extractive summarizer weighs it as a term. Hand-kept, lower case, no model and no download;
+// contractions also as chat types them without an apostrophe (dont, im, thats).
 const WORDS = `
 a about above across actually add added after afternoon again against ago agree ah all almost
 alone along already also although always am among an and another answer any anybody anyone
@@ -42,6 +43,9 @@ otherwise past pick picked quick quickly rather recently remember right round sa
 seriously short simply slightly somehow soon sounds speaking still sure taking talking thanks
 themselves thinking thought tried truly trying usually wanna whatever whenever wherever
 wondering worth yesterday bit bits anyone's lot else's
+dont doesnt didnt cant couldnt wouldnt shouldnt wont isnt arent wasnt werent havent hasnt
+im ive ill id youre youve youll youd hes shes thats theres whats hows wheres theyre theyve
+itll itd lets gonna gotta kinda sorta dunno idk ya yea yah nah ohh ahh umm anyways etc
 `;
 
 export const COMMON_WORDS: ReadonlySet<string> = new Set(WORDS.split(/\s+/).filter(Boolean));
