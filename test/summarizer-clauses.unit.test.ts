@@ -131,6 +131,12 @@ describe("a curly apostrophe", () => {
     expect(findEntities("and then I’m in Porto").map((e) => e.text)).toEqual(["Porto"]);
   });
 
+  it("reads a word typed with a letter held as no rare word", () => {
+    expect(termsOf("I love himmm soooo much, he lives in Porto").terms).toEqual(["porto", "lives"]);
+    // A curly apostrophe reads the text another way: the same words.
+    expect(termsOf("I’m sooo glad he lives in Porto").terms).toEqual(["porto", "lives"]);
+  });
+
   it("leaves a contraction typed without one everyday too", () => {
     expect(termsOf("dont ask, thats why im gonna be in Porto").terms).toEqual(["porto"]);
   });

@@ -127,9 +127,21 @@ function termsIn(
   return { terms, weights };
 }
 
-/** An everyday word, its apostrophe typed either way ("I’m" as "I'm"). */
+/** An everyday word, its apostrophe typed either way ("I’m" as "I'm"), or one drawn out. */
 function everyday(word: string): boolean {
-  return COMMON_WORDS.has(word.includes("’") ? word.replaceAll("’", "'") : word);
+  return COMMON_WORDS.has(word.includes("’") ? word.replaceAll("’", "'") : word) || elongated(word);
+}
+
+/**
+ * A word typed with a letter held ("sooo", "himmm", "yesss"): chat's tone of voice, not a rare
+ * word. No English word has one letter three times in a row.
+ */
+export function elongated(word: string): boolean {
+  for (let i = 2; i < word.length; i++) {
+    const c = word.charCodeAt(i);
+    if (c === word.charCodeAt(i - 1) && c === word.charCodeAt(i - 2)) return true;
+  }
+  return false;
 }
 
 // Words met before, each string made once: asciiWords made a string per word and hashed it
@@ -167,7 +179,7 @@ function internedWords(text: string, seen: Set<string>, terms: string[], weights
       if (word === undefined) {
         word = lower.slice(start, end);
         words[slot] = word;
-        common[slot] = COMMON_WORDS.has(word) ? 1 : 0;
+        common[slot] = COMMON_WORDS.has(word) || elongated(word) ? 1 : 0;
         used++;
         break;
       }
