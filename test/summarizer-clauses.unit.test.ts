@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { lineIdeas, pleasantry } from "../services/summarizer/extract/segment.ts";
 import { findEntities } from "../services/summarizer/extract/entities.ts";
-import { cueOf, termsOf, voiceOf } from "../services/summarizer/extract/units.ts";
+import { cueOf, elongated, termsOf, voiceOf } from "../services/summarizer/extract/units.ts";
 import { extractMerge } from "../services/summarizer/extractive.ts";
 
 const texts = (line: string) => lineIdeas(line).ideas.map((idea) => idea.sentences.join(" "));
@@ -133,6 +133,9 @@ describe("a curly apostrophe", () => {
 
   it("reads a word typed with a letter held as no rare word", () => {
     expect(termsOf("I love himmm soooo much, he lives in Porto").terms).toEqual(["porto", "lives"]);
+    expect(elongated("sooo")).toBe(true);
+    expect(elongated("win2000")).toBe(false);
+    expect(elongated("coffee")).toBe(false);
     // A curly apostrophe reads the text another way: the same words.
     expect(termsOf("I’m sooo glad he lives in Porto").terms).toEqual(["porto", "lives"]);
   });

@@ -139,7 +139,9 @@ function everyday(word: string): boolean {
 export function elongated(word: string): boolean {
   for (let i = 2; i < word.length; i++) {
     const c = word.charCodeAt(i);
-    if (c === word.charCodeAt(i - 1) && c === word.charCodeAt(i - 2)) return true;
+    if (c !== word.charCodeAt(i - 1) || c !== word.charCodeAt(i - 2)) continue;
+    // A letter, not a digit ("win2000") nor a mark.
+    if ((c >= 97 && c <= 122) || (c >= 0x80 && /\p{L}/u.test(word.charAt(i)))) return true;
   }
   return false;
 }
@@ -309,6 +311,17 @@ const MAYBE = /\b(?:[Cc]an|[Cc]ould|[Ss]hould|[Ww]ould|[Mm]ight|may)\b/;
  */
 const VOICE = { ours: 1.3, mine: 1.15, yours: 0.6, reaction: 0.6, maybe: 0.8 };
 
+/** Whether MAYBE may match: each of its words holds one of these (a search, not a RegExp). */
+function mayHaveModal(text: string): boolean {
+  return (
+    text.includes("ould") ||
+    text.includes("can") ||
+    text.includes("Can") ||
+    text.includes("ight") ||
+    text.includes("may")
+  );
+}
+
 /** How much a sentence tells of its speaker: a factor on its worth in a merge (1: neutral). */
 export function voiceOf(text: string): number {
   let mine = false;
@@ -325,7 +338,7 @@ export function voiceOf(text: string): number {
   }
   if (voice === 1) voice = mine ? VOICE.mine : yours ? VOICE.yours : 1;
   if (REACTION.test(text)) voice *= VOICE.reaction;
-  return MAYBE.test(text) ? voice * VOICE.maybe : voice;
+  return mayHaveModal(text) && MAYBE.test(text) ? voice * VOICE.maybe : voice;
 }
 
 /** A unit of `text` as `who` said it in message `at`, its `nth` sentence. */
