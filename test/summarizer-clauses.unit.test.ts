@@ -105,6 +105,16 @@ describe("a unit's voice", () => {
     expect(voiceOf("We might move to Porto.")).toBeLessThan(voiceOf("We moved to Porto."));
     // The month is no modal.
     expect(voiceOf("We moved to Porto in May.")).toBe(voiceOf("We moved to Porto."));
+    // Nor is advice a fact: what the listener should do.
+    const fact = voiceOf("I visited the castle in Porto.");
+    for (const advice of [
+      "I recommend you visit the castle in Porto.",
+      "I think you need to visit the castle in Porto.",
+      "I say make sure to visit the castle in Porto.",
+      "I say don’t forget the castle in Porto.",
+      "I say check out the castle in Porto.",
+    ])
+      expect(voiceOf(advice)).toBeLessThan(fact);
   });
 
   it("makes a merge with room for one keep the speaker's own fact", () => {

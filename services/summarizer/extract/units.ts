@@ -302,24 +302,38 @@ const REACTION =
   /^(?:that|that's|that’s|thats|it's|it’s|its|sounds|wow|oh|aw|haha|lol|nice|cool|omg|yeah|yes)\b/i;
 // What may be, could be or should be ("you could try Porto", "I would love to see it", "that
 // might help") is advice or a wish, not what happened: on REALTALK's merged clauses, one with a
-// modal verb holds a third as many answer words a byte as the average. ("May" the month is
-// capitalised; the verb mid-sentence is not.)
-const MAYBE = /\b(?:[Cc]an|[Cc]ould|[Ss]hould|[Ww]ould|[Mm]ight|may)\b/;
+// modal verb holds a third as many answer words a byte as the average. Advice without a modal
+// ("you need to see it", "make sure you book", "check out their menu", "I recommend the tour") is
+// the same. ("May" the month is capitalised; the verb mid-sentence is not.)
+const MAYBE =
+  /\b(?:[Cc]an|[Cc]ould|[Ss]hould|[Ww]ould|[Mm]ight|may|[Yy]ou (?:need|have|got) to|[Mm]ake sure|[Dd]on['’]t forget|[Cc]heck out|[Ii] (?:recommend|suggest))\b/;
 /**
  * Factors on what a sentence is worth: of the speaker's own (we, I), of the listener's, a
  * reaction, a modal (MAYBE).
  */
 const VOICE = { ours: 1.3, mine: 1.15, yours: 0.6, reaction: 0.6, maybe: 0.8 };
 
-/** Whether MAYBE may match: each of its words holds one of these (a search, not a RegExp). */
+/** What each of MAYBE's phrases holds: a text with none of them needs no RegExp. */
+const MAYBE_NEEDLES = [
+  "ould",
+  "can",
+  "Can",
+  "ight",
+  "may",
+  "ou need",
+  "ou have",
+  "ou got",
+  "ake sure",
+  "t forget",
+  "heck out",
+  "recommend",
+  "suggest",
+];
+
+/** Whether MAYBE may match (searches, not a RegExp). */
 function mayHaveModal(text: string): boolean {
-  return (
-    text.includes("ould") ||
-    text.includes("can") ||
-    text.includes("Can") ||
-    text.includes("ight") ||
-    text.includes("may")
-  );
+  for (const needle of MAYBE_NEEDLES) if (text.includes(needle)) return true;
+  return false;
 }
 
 /** How much a sentence tells of its speaker: a factor on its worth in a merge (1: neutral). */
