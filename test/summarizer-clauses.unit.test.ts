@@ -110,11 +110,13 @@ describe("a unit's voice", () => {
     for (const advice of [
       "I recommend you visit the castle in Porto.",
       "I think you need to visit the castle in Porto.",
-      "I say make sure to visit the castle in Porto.",
-      "I say don’t forget the castle in Porto.",
-      "I say check out the castle in Porto.",
+      "Make sure to visit the castle in Porto, I say.",
+      "Well, don’t forget the castle in Porto, I say.",
+      "Check out the castle in Porto, I say.",
     ])
       expect(voiceOf(advice)).toBeLessThan(fact);
+    // What the speaker makes sure of is no advice.
+    expect(voiceOf("I always make sure to visit the castle in Porto.")).toBe(fact);
   });
 
   it("makes a merge with room for one keep the speaker's own fact", () => {

@@ -303,10 +303,11 @@ const REACTION =
 // What may be, could be or should be ("you could try Porto", "I would love to see it", "that
 // might help") is advice or a wish, not what happened: on REALTALK's merged clauses, one with a
 // modal verb holds a third as many answer words a byte as the average. Advice without a modal
-// ("you need to see it", "make sure you book", "check out their menu", "I recommend the tour") is
-// the same. ("May" the month is capitalised; the verb mid-sentence is not.)
+// is the same: "you need to see it", "I recommend the tour", and the imperatives "Make sure you
+// book", "check out their menu" (not "I always make sure to…", which tells of the speaker).
+// ("May" the month is capitalised; the verb mid-sentence is not.)
 const MAYBE =
-  /\b(?:[Cc]an|[Cc]ould|[Ss]hould|[Ww]ould|[Mm]ight|may|[Yy]ou (?:need|have|got) to|[Mm]ake sure|[Dd]on['’]t forget|[Cc]heck out|[Ii] (?:recommend|suggest))\b/;
+  /\b(?:[Cc]an|[Cc]ould|[Ss]hould|[Ww]ould|[Mm]ight|may|[Yy]ou (?:need|have|got) to|[Ii] (?:recommend|suggest))\b|(?:^|[.!?,;:]\s+)(?:[Mm]ake sure|[Dd]on['’]t forget|[Cc]heck out)\b/;
 /**
  * Factors on what a sentence is worth: of the speaker's own (we, I), of the listener's, a
  * reaction, a modal (MAYBE).
