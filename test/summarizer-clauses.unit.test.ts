@@ -156,3 +156,28 @@ describe("a curly apostrophe", () => {
     expect(termsOf("dont ask, thats why im gonna be in Porto").terms).toEqual(["porto"]);
   });
 });
+
+describe("a name's ends", () => {
+  const names = (text: string) =>
+    findEntities(text)
+      .filter((e) => e.kind === "name")
+      .map((e) => e.text);
+
+  it("takes no sentence's opening word and its I for a name", () => {
+    expect(names("Additionally I would love to work on my run time")).toEqual([]);
+    expect(names("We met Ana. Personally I liked her")).toEqual(["Ana"]);
+    expect(names("Honestly Im tired, so Ive stayed in")).toEqual([]);
+  });
+
+  it("keeps a name a grammatical word stands beside", () => {
+    expect(names("I saw Dua Lipa I think")).toEqual(["Dua Lipa"]);
+    expect(names("The Beatles played")).toEqual(["Beatles"]);
+    expect(names("yes that Im going to with Kevin")).toEqual(["Kevin"]);
+  });
+
+  it("weighs such an opening as no term worth a name's weight", () => {
+    const { terms } = termsOf("Although I enjoy tanning");
+    expect(terms).not.toContain("although i");
+    expect(terms).toContain("tanning");
+  });
+});

@@ -41,7 +41,7 @@ const AT = new RegExp(PATTERN.source, "uy");
 
 // Capitalised for grammar, not because they name anything.
 const COMMON = new Set(
-  `I I'm I've I'll I'd OK Okay Yes No Not Please Thanks Thank Hi Hello Hey Dear Also And But Or So Then
+  `I I'm I've I'll I'd Im Ive Ill Id OK Okay Yes No Not Please Thanks Thank Hi Hello Hey Dear Also And But Or So Then
   The A An This That These Those There Here It Its We Our You Your He She They Their My Me Us What When Where
   Why How Which Who If Else Let Now Just Maybe Sure Great Good Done Note Sorry Well Ok Yeah Yep Nope
   To In On At For From With By As Of Is Are Was Were Be Been Do Does Did Can Could Should Would Will May Might
@@ -65,15 +65,21 @@ function isSentenceStart(text: string, at: number): boolean {
   return true;
 }
 
-/** A capitalised run that names something, with any grammatical first word taken off. */
+/**
+ * A capitalised run that names something, with any grammatical word taken off its ends: "The
+ * Beatles" names the Beatles, "Dua Lipa I" Dua Lipa, and "Personally I" at a sentence's start
+ * no one (it is one word capitalised for grammar once its "I" is off).
+ */
 function nameOf(raw: string, text: string, at: number): string | undefined {
   const words = raw.split(/\s+/);
+  const count = words.length;
   while (words.length > 0 && grammatical(words[0] ?? "")) words.shift();
+  const trimmed = words.length !== count;
+  while (words.length > 0 && grammatical(words.at(-1) ?? "")) words.pop();
   if (words.length === 0) return undefined;
   const name = words.join(" ");
   const first = words[0] ?? "";
   const innerCapital = /^\p{Lu}.*\p{Lu}/u.test(first);
-  const trimmed = words.length !== raw.split(/\s+/).length;
   if (words.length === 1 && !innerCapital && !trimmed && isSentenceStart(text, at)) {
     return undefined;
   }
