@@ -18,6 +18,16 @@ const OVERHEAD = 8;
 const KEEP_WHEN_CUT = 0.5;
 /** Smallest room worth cutting a unit into. */
 const MIN_ROOM = 32;
+/**
+ * When the pool cannot all go in, a unit this long that fits whole goes in as its best run of
+ * clauses in TRIM_TO of its bytes instead, when that run keeps TRIM_KEEP of its weight: a long
+ * sentence's asides give their bytes to the next fact (issue 46).
+ */
+const TRIM_FROM = 100;
+const TRIM_TO = 0.6;
+const TRIM_KEEP = 0.8;
+/** Units a line tries to trim so. */
+const MAX_TRIMS = 2;
 /** Units a line tries to cut to fit (after the two openings). */
 const MAX_CUTS = 3;
 /** How much a cue (a request, decision, outcome, plan) raises what a unit's terms are worth. */
@@ -194,6 +204,10 @@ export function composeMerge(
   const heads: Heads = new Map();
   let textBytes = 0;
   let cuts = 0;
+  // Trimmed only when the pool cannot all go in: a line with room keeps its sentences whole.
+  let poolBytes = 0;
+  for (const unit of pool) poolBytes += unit.bytes + 2;
+  let trims = poolBytes > limit ? 0 : MAX_TRIMS;
   const take = (at: number, unitText: string): boolean => {
     const unit = pool[at] as Unit;
     const pick = {
@@ -218,6 +232,11 @@ export function composeMerge(
   const place = (at: number, share: number): boolean => {
     const unit = pool[at] as Unit;
     const head = headIn(heads, unit.who, limit).bytes + 3;
+    if (unit.bytes >= TRIM_FROM && unit.bytes <= share && trims < MAX_TRIMS) {
+      trims++;
+      const cut = trimmed(unit);
+      if (cut && gainOf(at, cut) >= gainOf(at) * TRIM_KEEP && take(at, cut)) return true;
+    }
     if (unit.bytes <= share && textBytes + unit.bytes + 2 <= limit && take(at, unit.text))
       return true;
     const room = Math.min(share, limit - textBytes - head);
@@ -315,6 +334,19 @@ class SpeakerTexts {
     texts.add(unit.text);
     return true;
   }
+}
+
+// A unit's trimmed text, kept by its terms array (made once per text and shared by every unit
+// of that text), checked against the text: found once, not by every merge that weighs it.
+const trimmedOf = new WeakMap<object, { text: string; cut: string }>();
+
+/** A long unit's best run of clauses in TRIM_TO of its bytes ("" when none). */
+function trimmed(unit: Unit): string {
+  const held = trimmedOf.get(unit.terms);
+  if (held?.text === unit.text) return held.cut;
+  const cut = tighten(unit, unit.text, Math.floor(unit.bytes * TRIM_TO));
+  trimmedOf.set(unit.terms, { text: unit.text, cut });
+  return cut;
 }
 
 function shortFor(unit: Unit, room: number): string {
