@@ -1,4 +1,3 @@
-import { Heap } from "./heap.ts";
 import { nodeId, nodeLast, nodeSize, type NodeRef } from "./names.ts";
 import type { BuiltNode } from "./nodes.ts";
 import { lineBytes } from "./render.ts";
@@ -75,6 +74,43 @@ interface Candidate {
 const before = (a: Candidate, b: Candidate): boolean =>
   a.score > b.score || (a.score === b.score && a.id < b.id);
 
+/** A binary heap of candidates, `before` first. */
+class Candidates {
+  private readonly items: Candidate[] = [];
+
+  push(c: Candidate): void {
+    const items = this.items;
+    let i = items.push(c) - 1;
+    while (i > 0) {
+      const up = (i - 1) >> 1;
+      if (!before(c, items[up] as Candidate)) break;
+      items[i] = items[up] as Candidate;
+      i = up;
+    }
+    items[i] = c;
+  }
+
+  pop(): Candidate | undefined {
+    const items = this.items;
+    const top = items[0];
+    const last = items.pop();
+    if (items.length === 0 || last === undefined) return top;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= items.length) break;
+      const r = l + 1;
+      const child =
+        r < items.length && before(items[r] as Candidate, items[l] as Candidate) ? r : l;
+      if (!before(items[child] as Candidate, last)) break;
+      items[i] = items[child] as Candidate;
+      i = child;
+    }
+    items[i] = last;
+    return top;
+  }
+}
+
 /**
  * Runs a merge batch (SPEC §4 step 5) as far as the built parents allow: always the most due pair,
  * until the outline is at most `low` bytes or no sibling pair is left. Stops at the first parent
@@ -103,7 +139,7 @@ export function runBatch(
     next.push(i + 1 < slot.length ? i + 1 : -1);
   }
   let head = 0;
-  const pairs = new Heap<Candidate>(before);
+  const pairs = new Candidates();
   const offer = (left: number, right: number): void => {
     const l = slot[left] as Line;
     if (isSiblingPair(l, slot[right] as Line)) {

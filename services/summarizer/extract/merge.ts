@@ -4,7 +4,6 @@
 // the same thing loses to one about something new. Terms most of the pool shares (the thread's topic) count less than rare ones.
 // Units are shown in the order said, each speaker's run under one head, turns joined by ` / `.
 import { cutToBytes, utf8Bytes } from "../../../shared/bytes.ts";
-import { Heap } from "../../../shared/heap.ts";
 import { termsHeld, tighten } from "./digest.ts";
 import type { TermCounts } from "./digest.ts";
 import type { Unit } from "./units.ts";
@@ -277,24 +276,20 @@ export function composeMerge(
   const bound = pool.map((_, i) => (out[i] === 1 ? -1 : density(i)));
   // The units not yet weighed, in a heap: highest bound first, the earlier on a tie (the unit
   // a scan for the highest would find first).
-  const heap = new Heap<number>(
-    (a, b) => (bound[a] as number) > (bound[b] as number) || (bound[a] === bound[b] && a < b),
-  );
+  const heap = new UnitHeap(bound);
   for (let i = 0; i < pool.length; i++) if (out[i] !== 1) heap.push(i);
-  // The highest bound after the first's, and at least 0.
-  const second = () => Math.max(0, bound[heap.at(1) ?? -1] ?? 0, bound[heap.at(2) ?? -1] ?? 0);
   for (;;) {
     if (
       limit - textBytes < MIN_ROOM &&
       pool.every((u, i) => out[i] === 1 || u.bytes + 2 > limit - textBytes)
     )
       break;
-    const best = heap.top() ?? -1;
+    const best = heap.top();
     if (best < 0 || (bound[best] as number) <= 0) break;
     const now = density(best);
-    if (now < second()) {
+    if (now < heap.second()) {
       bound[best] = now;
-      heap.sinkTop();
+      heap.lowerTop();
       continue;
     }
     heap.pop();
@@ -356,4 +351,75 @@ function trimmed(unit: Unit): string {
 
 function shortFor(unit: Unit, room: number): string {
   return room > 0 ? tighten(unit, unit.text, room) : "";
+}
+
+/** Unit indices by `bound`, highest first, the lower index first on a tie. */
+class UnitHeap {
+  readonly #items: number[] = [];
+
+  constructor(readonly bound: readonly number[]) {}
+
+  #before(a: number, b: number): boolean {
+    const x = this.bound[a] as number;
+    const y = this.bound[b] as number;
+    return x > y || (x === y && a < b);
+  }
+
+  push(at: number): void {
+    const items = this.#items;
+    let i = items.length;
+    items.push(at);
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!this.#before(at, items[parent] as number)) break;
+      items[i] = items[parent] as number;
+      i = parent;
+    }
+    items[i] = at;
+  }
+
+  /** The first, or -1. */
+  top(): number {
+    return this.#items.length > 0 ? (this.#items[0] as number) : -1;
+  }
+
+  /** The highest bound after the first's, and at least 0. */
+  second(): number {
+    const items = this.#items;
+    let next = 0;
+    for (const i of [1, 2])
+      if (i < items.length) next = Math.max(next, this.bound[items[i] as number] as number);
+    return next;
+  }
+
+  pop(): void {
+    const items = this.#items;
+    const last = items.pop() as number;
+    if (items.length > 0) {
+      items[0] = last;
+      this.#down();
+    }
+  }
+
+  /** The first's bound fell: it sinks to its place. */
+  lowerTop(): void {
+    if (this.#items.length > 1) this.#down();
+  }
+
+  #down(): void {
+    const items = this.#items;
+    const at = items[0] as number;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= items.length) break;
+      const r = l + 1;
+      const child =
+        r < items.length && this.#before(items[r] as number, items[l] as number) ? r : l;
+      if (!this.#before(items[child] as number, at)) break;
+      items[i] = items[child] as number;
+      i = child;
+    }
+    items[i] = at;
+  }
 }
