@@ -35,10 +35,29 @@ export function freeLeafText(message: Message, line: number): string | undefined
   return utf8Bytes(source) <= line ? source : undefined;
 }
 
+const JOIN = " / ";
+
+/** Two children's texts joined: a free parent's text. */
+export function joinedText(left: string, right: string): string {
+  return `${left}${JOIN}${right}`;
+}
+
+/** Whether `text` is `joinedText(left, right)`, compared in place (nothing joined). */
+export function isJoinedText(text: string, left: string, right: string): boolean {
+  return (
+    text.length === left.length + JOIN.length + right.length &&
+    text.startsWith(left) &&
+    text.startsWith(JOIN, left.length) &&
+    text.endsWith(right)
+  );
+}
+
 /** A parent whose two children joined by " / " fit in `line` bytes is built the same way. */
 export function freeParentText(left: string, right: string, line: number): string | undefined {
   // A UTF-8 string has at least as many bytes as UTF-16 units: most pairs are rejected unread,
   // and the others are measured without joining them first.
-  if (left.length + right.length + 3 > line) return undefined;
-  return utf8Bytes(left) + utf8Bytes(right) + 3 <= line ? `${left} / ${right}` : undefined;
+  if (left.length + right.length + JOIN.length > line) return undefined;
+  return utf8Bytes(left) + utf8Bytes(right) + JOIN.length <= line
+    ? joinedText(left, right)
+    : undefined;
 }

@@ -40,9 +40,9 @@ export function store(s: ThreadState, node: BuiltNode, free?: OutboxNode): void 
       want(s, parent);
       return;
     }
+    // Not published: a reader joins its children again (SPEC, "Decided since the first version").
     stats(s).freeMerges += 1;
     current = { level: parent.level, index: parent.index, text: free, until: right.until };
-    (s.outbox = writable(s.outbox)).push(current);
   }
 }
 

@@ -71,14 +71,15 @@ export interface ThreadState {
   wanted: NodeRef[];
   inflight: NodeRef[];
   /**
-   * Nodes built free (no model call) that the host has not published to HISTORY yet. Model-built
-   * nodes are published by the host before it reports them, so they never appear here.
+   * Free leaves (no model call) that the host has not published to HISTORY yet: a leaf names
+   * where its message is stored. Free parents are never published (their children, joined, are
+   * the text); model-built nodes are published before the host reports them.
    */
   outbox: OutboxNode[];
   stats: ThreadStats;
 }
 
-/** A free node waiting to be published; a leaf names its source message. */
+/** A free leaf waiting to be published, naming its source message. */
 export interface OutboxNode extends BuiltNode {
   message?: { id: string; seq: number };
 }

@@ -15,8 +15,9 @@ describe("countBuffersInHeapLimit", () => {
   it("stops short-lived Buffers from starting full collections of their own", () => {
     const off = majorCollections("off");
     const on = majorCollections("on");
-    // V8's default runs a full collection per ~64 MB of new off-heap bytes (~10 here).
+    // V8's default runs a full collection per ~64 MB of new off-heap bytes (9-11 here); counted
+    // in the limit, 1-2 quiet and up to 4 with the suite's other files running beside it.
     expect(off).toBeGreaterThanOrEqual(6);
-    expect(on).toBeLessThanOrEqual(off / 3);
+    expect(on).toBeLessThanOrEqual(off / 2);
   }, 30_000);
 });

@@ -4,12 +4,13 @@
    replies are JSON read as the wire gives them; expect() checks their shape, which is the point. */
 import { spawn } from "node:child_process";
 import { request } from "node:http";
-import type { JetStreamClient } from "@nats-io/jetstream";
+import { jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Message } from "../shared/events.ts";
 import type { SummaryEvent } from "../shared/history.ts";
+import { joinedText } from "../shared/render.ts";
 import {
   buildOpenAIPrompt,
   LINES_PER_BLOCK,
@@ -302,6 +303,39 @@ describe("GET /threads/{t}/zoom", () => {
       line.id + half,
       line.id + half + half / 2,
     ]);
+  });
+
+  it("joins a node it does not find on HISTORY from its halves: a free parent, never published", async () => {
+    const published = new Set(nodes.map((n) => `${n.level}:${n.index}`));
+    const builtOf = (level: number, index: number): { text: string; until: string } => {
+      if (published.has(`${level}:${index}`)) return nodeOf(level, index);
+      const [left, right] = [builtOf(level - 1, index * 2), builtOf(level - 1, index * 2 + 1)];
+      return { text: joinedText(left.text, right.text), until: right.until };
+    };
+    // A free parent under a line of a higher level: zooming into its pair's range reads it.
+    const free = snapshot.lines.flatMap((line) => {
+      const refs: { level: number; index: number }[] = [];
+      for (let level = 1; 2 ** level < line.n; level++)
+        for (let id = line.id; id < line.id + line.n; id += 2 ** level)
+          if (!published.has(`${level}:${id / 2 ** level}`))
+            refs.push({ level, index: id / 2 ** level });
+      return refs;
+    })[0];
+    if (!free) throw new Error("the fixture has no free parent under a line");
+    const n = 2 ** free.level;
+    const id = free.index * n;
+    const r = await get(`/threads/${thread}/zoom?id=${id - (id % (2 * n))}&n=${2 * n}`);
+    expect(r.status).toBe(200);
+    const line = (r.body.lines as { id: number; text: string; until: string }[]).find(
+      (l) => l.id === id,
+    );
+    expect(line).toEqual({ id, n, ...builtOf(free.level, free.index) });
+    const stored = await (
+      await jetstreamManager(nc)
+    ).direct.getMessage(names.historyStream, {
+      last_by_subj: subjects(names).historyNode(thread, free.level, free.index),
+    });
+    expect(stored).toBeNull();
   });
 
   it("gives a message whole from the outline, the tail and past the snapshot", async () => {

@@ -2,7 +2,9 @@ import type { PromptReply, ZoomLine, ZoomMessage, ZoomReply } from "../../shared
 import { ZoomError } from "../../shared/errors.ts";
 import { lineRef, type NodeRef } from "../../shared/names.ts";
 import { buildAnthropicPrompt, buildOpenAIPrompt, type PromptInput } from "../../shared/prompt.ts";
+import { joinedText } from "../../shared/render.ts";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
+import type { SummaryEvent } from "../../shared/history.ts";
 import { pageText, resolveZoom, type Page, type ZoomScope } from "../../shared/zoom.ts";
 import { ApiError, notFound } from "../api/api-error.ts";
 import { ByteLru } from "../util/lru.ts";
@@ -324,6 +326,25 @@ export function createOperations(
   }
 
   /**
+   * A summary node: from HISTORY, or, for a parent not there, its children's texts joined: a free
+   * parent is never published (SPEC, "Decided since the first version"). A leaf is always there.
+   */
+  async function nodeOf(
+    thread: string,
+    level: number,
+    index: number,
+  ): Promise<Pick<SummaryEvent, "text" | "until"> | undefined> {
+    const node = await reader.node(thread, level, index);
+    if (node || level === 0) return node;
+    const [left, right] = await Promise.all([
+      nodeOf(thread, level - 1, index * 2),
+      nodeOf(thread, level - 1, index * 2 + 1),
+    ]);
+    if (!left || !right) return undefined;
+    return { text: joinedText(left.text, right.text), until: right.until };
+  }
+
+  /**
    * The stored snapshot; when the parse kept is of the key's value still, that parse, asked
    * about by revision instead of read again (a turn then reads no snapshot bytes).
    */
@@ -422,9 +443,7 @@ export function createOperations(
         throw err;
       }
       if (target.kind === "lines") {
-        const nodes = await Promise.all(
-          target.nodes.map((n) => reader.node(thread, n.level, n.index)),
-        );
+        const nodes = await Promise.all(target.nodes.map((n) => nodeOf(thread, n.level, n.index)));
         return {
           lines: nodes.map((node, i) => {
             const ref = target.nodes[i] as NodeRef;

@@ -2,7 +2,8 @@ import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@na
 import type { Message } from "../../shared/events.ts";
 import type { SummaryEvent } from "../../shared/history.ts";
 import type { BuiltNode, NodeStore } from "../../shared/nodes.ts";
-import type { TailEntry, ThreadState } from "../../shared/thread.ts";
+import { isJoinedText } from "../../shared/render.ts";
+import { findBuilt, type TailEntry, type ThreadState } from "../../shared/thread.ts";
 import { parseSummary } from "../../shared/validate.ts";
 import type { InfraNames } from "../config/names.ts";
 import type { KvWrites } from "../nats/kv-writer.ts";
@@ -16,8 +17,8 @@ import type { HistoryNodes } from "./history-nodes.ts";
  * `getPersistedSnapshot()` with the bulky texts stripped, so the value stays small whatever the
  * backlog: each tail message keeps only its id (the message is in CHAT at the entry's `seq`), and
  * each built node outside the outbox keeps no text (it is on HISTORY, published before the actor
- * heard of it). Both are read back in parallel on rehydrate. Outline lines keep their texts: they
- * are bounded by HISTORY_OUTLINE.
+ * heard of it) but a free parent, which is never published. Both are read back in parallel on
+ * rehydrate. Outline lines keep their texts: they are bounded by HISTORY_OUTLINE.
  */
 export interface PersistedThread {
   /** 2 keeps the tail in `tail` (columns); 1, still read, kept it in the snapshot as entries. */
@@ -53,12 +54,27 @@ export class ActorStateError extends Error {
 
 const key = (level: number, index: number) => `${level}:${index}`;
 
+/**
+ * A parent whose text is its children's joined (a free parent): never on HISTORY, so its text is
+ * kept. Compared with the texts, not the line setting: a thread's line may have changed since.
+ */
+function isJoined(core: ThreadState, node: BuiltNode): boolean {
+  if (node.level === 0) return false;
+  const left = findBuilt(core, { level: node.level - 1, index: node.index * 2 });
+  const right = findBuilt(core, { level: node.level - 1, index: node.index * 2 + 1 });
+  return (
+    left !== undefined && right !== undefined && isJoinedText(node.text, left.text, right.text)
+  );
+}
+
 function stripNodes(core: ThreadState): NodeStore {
   const waiting = new Set(core.outbox.map((n) => key(n.level, n.index)));
   return core.nodes.map((level) => ({
     base: level.base,
     items: level.items.map((node) =>
-      node && !waiting.has(key(node.level, node.index)) ? { ...node, text: "" } : node,
+      node && !waiting.has(key(node.level, node.index)) && !isJoined(core, node)
+        ? { ...node, text: "" }
+        : node,
     ),
   }));
 }

@@ -226,6 +226,11 @@ export class BurstApplier {
     metrics.add(METRIC.cuts, after.cuts - before.cuts);
     metrics.add(METRIC.batches, after.batches - before.batches);
     metrics.add(METRIC.merges, after.merges - before.merges);
+    // Free parents are built here and never published (outbox.ts counts free leaves).
+    metrics.add(METRIC.summaries, after.freeMerges - before.freeMerges, {
+      kind: "merge",
+      source: "free",
+    });
     // The outline changes only at cuts: whether it stays over outline[1] is known only now.
     if (after.cuts > before.cuts) {
       const { ctx, thread } = this.#p.tools;

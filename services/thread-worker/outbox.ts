@@ -4,8 +4,9 @@ import { METRIC } from "./metrics.ts";
 import type { SlotTools } from "./slot-tools.ts";
 
 /**
- * Publishes the free nodes (built without a model call) waiting in the thread's outbox to
- * HISTORY, all at once; the caller then tells the actor (`outbox.published`).
+ * Publishes the free leaves (built without a model call) waiting in the thread's outbox to
+ * HISTORY, all at once; the caller then tells the actor (`outbox.published`). A record saved by
+ * an older worker may hold free parents too: they are published as they were.
  */
 export async function publishOutbox(
   tools: SlotTools,

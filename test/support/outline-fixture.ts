@@ -8,6 +8,7 @@ import type { CoreSettings } from "../../shared/settings.ts";
 import { toSnapshot } from "../../shared/snapshot.ts";
 import {
   appendMessage,
+  findBuilt,
   initialThreadState,
   outboxPublished,
   summaryBuilt,
@@ -60,7 +61,8 @@ export async function storedMessages(
 
 /**
  * What the worker would have produced for a log, without a worker: the pure core replays it with
- * the fake summarizer, and every node it builds (free or "model") is kept as a HISTORY event.
+ * the fake summarizer, and every node the worker publishes (free leaves, "model" nodes) is kept
+ * as a HISTORY event.
  */
 export function replayWithNodes(
   thread: string,
@@ -71,8 +73,9 @@ export function replayWithNodes(
   const limit = Math.floor(settings.line * 1.25);
   const nodes = new Map<string, SummaryEvent>();
   const keep = (e: SummaryEvent) => nodes.set(`${e.level}:${e.index}`, e);
+  // A parent's newest message is its right child's (a free child is in the state, not HISTORY).
   const untilOf = (level: number, index: number) =>
-    nodes.get(`${level - 1}:${index * 2 + 1}`)?.until;
+    findBuilt(s, { level: level - 1, index: index * 2 + 1 })?.until;
   for (const { message, seq } of log) {
     s = appendMessage(s, message, seq).state;
     for (;;) {
