@@ -336,11 +336,29 @@ export function createOperations(
   ): Promise<Pick<SummaryEvent, "text" | "until"> | undefined> {
     const node = await reader.node(thread, level, index);
     if (node || level === 0) return node;
-    const [left, right] = await Promise.all([
-      nodeOf(thread, level - 1, index * 2),
-      nodeOf(thread, level - 1, index * 2 + 1),
+    return joinedOf(thread, level, index);
+  }
+
+  /**
+   * A parent missing from HISTORY, as its children joined. Both children are read at once; a
+   * missing one is joined in turn, the left first, and the right only once the left is found:
+   * a subtree gone from HISTORY (purged) costs two reads a level, not one per node under it.
+   */
+  async function joinedOf(
+    thread: string,
+    level: number,
+    index: number,
+  ): Promise<Pick<SummaryEvent, "text" | "until"> | undefined> {
+    const below = level - 1;
+    const [readLeft, readRight] = await Promise.all([
+      reader.node(thread, below, index * 2),
+      reader.node(thread, below, index * 2 + 1),
     ]);
-    if (!left || !right) return undefined;
+    const left = readLeft ?? (below > 0 ? await joinedOf(thread, below, index * 2) : undefined);
+    if (!left) return undefined;
+    const right =
+      readRight ?? (below > 0 ? await joinedOf(thread, below, index * 2 + 1) : undefined);
+    if (!right) return undefined;
     return { text: joinedText(left.text, right.text), until: right.until };
   }
 
