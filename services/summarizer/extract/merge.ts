@@ -161,7 +161,12 @@ export function composeMerge(
   }
   // A term's weight falls with the number of covered messages that said it (1: full weight).
   const said = new Map<string, number>();
-  for (const unit of pool) for (const term of unit.terms) said.set(term, (said.get(term) ?? 0) + 1);
+  // And the pool's bytes as a line would join them: whether it can all go in (`trims`).
+  let poolBytes = 0;
+  for (const unit of pool) {
+    poolBytes += unit.bytes + 2;
+    for (const term of unit.terms) said.set(term, (said.get(term) ?? 0) + 1);
+  }
   common.terms.forEach((term, i) =>
     said.set(term, Math.max(said.get(term) ?? 0, common.counts[i] ?? 0)),
   );
@@ -205,8 +210,6 @@ export function composeMerge(
   let textBytes = 0;
   let cuts = 0;
   // Trimmed only when the pool cannot all go in: a line with room keeps its sentences whole.
-  let poolBytes = 0;
-  for (const unit of pool) poolBytes += unit.bytes + 2;
   let trims = poolBytes > limit ? 0 : MAX_TRIMS;
   const take = (at: number, unitText: string): boolean => {
     const unit = pool[at] as Unit;

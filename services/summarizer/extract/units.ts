@@ -181,7 +181,7 @@ function internedWords(text: string, seen: Set<string>, terms: string[], weights
       if (word === undefined) {
         word = lower.slice(start, end);
         words[slot] = word;
-        common[slot] = COMMON_WORDS.has(word) || elongated(word) ? 1 : 0;
+        common[slot] = everyday(word) ? 1 : 0;
         used++;
         break;
       }
