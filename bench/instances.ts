@@ -2,11 +2,13 @@
 // threads × 60 messages, tail 200,400, outline 2000,4000, so nearly every message is
 // summarized) through one worker in single mode, then through two partitioned workers on a
 // server with the partition mapping, each on a fresh nats-server. The clock runs from the first
-// publish until every thread's snapshot shows its last message; workers are started, have
-// split the partitions, and are warmed (BENCH_INSTANCES_WARM, default 6,000 messages on other
-// threads, settled) before it starts: a fresh process compiles and optimizes its code on its
-// first thousands of events, which in a run of 2-3 s was about half of what a second worker
-// cost beyond the first (BENCH_INSTANCES_WARM=0 measures cold processes). Goal: two ≥ 0.85×
+// publish until every thread is settled: its snapshot shows its last message and no work
+// outstanding (summaries, cuts, a merge batch), so each run is clocked over the same work, all
+// of it. Workers are started, have split the partitions, and are warmed (BENCH_INSTANCES_WARM,
+// default 6,000 messages on other threads, settled so) before it starts: a fresh process
+// compiles and optimizes its code on its first thousands of events, which in a run of 2-3 s was
+// about half of what a second worker cost beyond the first (BENCH_INSTANCES_WARM=0 measures
+// cold processes). Each run prints the work its workers counted. Goal: two ≥ 0.85×
 // one on this 2-core machine, where the two workers and nats-server share the cores (without
 // partitions: 0.06-0.09×). BENCH_INSTANCES_TASKS=1 prints each run's worker CPU by thread;
 // BENCH_INSTANCES_CPU_PROF=<dir> writes the workers' CPU profiles and each run's window.
@@ -25,8 +27,14 @@ import { clusterView } from "../services/cluster/view.ts";
 import { partitionMappings } from "../services/cluster/server-config.ts";
 import { DEFAULT_NAMES, namesToEnv, type InfraNames } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { OutlineSnapshot } from "../shared/snapshot.ts";
 import { subjects } from "../services/nats/subjects.ts";
 import { ensureTopology } from "../services/nats/topology.ts";
+import {
+  memberMetricsSubject,
+  workerMetricsSubject,
+} from "../services/thread-worker/metrics-endpoint.ts";
 import { startNatsServer } from "../services/start/nats-server.ts";
 import { BenchChild, cpuSecondsOf } from "./support/child.ts";
 import { joinRound, type JoinRound } from "./support/joins.ts";
@@ -73,6 +81,28 @@ function taskCpu(pid: number | undefined): Map<string, number> {
     }
   }
   return byName;
+}
+
+/** Counters whose change over a run says what work it did (outline_worker_<name>_total). */
+const WORK = ["events_applied", "summaries", "cuts", "merges", "state_saves", "snapshot_writes"];
+
+/** The workers' WORK counters, summed over every worker that answers. */
+async function workCounts(nc: NatsConnection, names: InfraNames, partitioned: boolean) {
+  const texts: string[] = [];
+  if (partitioned) {
+    const answers = await nc.requestMany(memberMetricsSubject(names), undefined, {
+      strategy: "timer",
+      maxWait: 300,
+    });
+    for await (const m of answers) texts.push(m.string());
+  } else texts.push((await nc.request(workerMetricsSubject(names))).string());
+  const sums = new Map<string, number>();
+  for (const line of texts.join("\n").split("\n")) {
+    const m = /^outline_worker_(\w+)_total(?:\{[^}]*\})? (\S+)$/.exec(line);
+    if (m && WORK.includes(m[1] as string))
+      sums.set(m[1] as string, (sums.get(m[1] as string) ?? 0) + Number(m[2]));
+  }
+  return sums;
 }
 
 /** A timed run: its wall time and the CPU seconds its workers and nats-server used meanwhile. */
@@ -134,20 +164,28 @@ async function once(worker: string, workers: number, partitioned: boolean): Prom
     const kv = await new Kvm(js).open(names.kvBucket);
     const s = subjects(names);
     const shown = new Map<string, number>();
+    /** Threads whose last snapshot shows work outstanding (summaries, cuts, a merge batch). */
+    const busy = new Set<string>();
     const target = new Map<string, number>();
     let missing = 0;
     let resolveDone: () => void = () => {};
     const reached = (t: string) => {
       const want = target.get(t);
-      return want !== undefined && (shown.get(t) ?? 0) >= want;
+      return want !== undefined && (shown.get(t) ?? 0) >= want && !busy.has(t);
     };
     const watch = await kv.watch();
     const watching = (async () => {
       for await (const e of watch) {
         if (e.operation !== "PUT") continue;
         const before = reached(e.key);
-        shown.set(e.key, Math.max(shown.get(e.key) ?? 0, e.json<{ seq: number }>().seq));
-        if (!before && reached(e.key) && --missing === 0) resolveDone();
+        const shot = e.json<Pick<OutlineSnapshot, "seq" | "pending">>();
+        shown.set(e.key, Math.max(shown.get(e.key) ?? 0, shot.seq));
+        const { jobs, cuts, merging } = shot.pending;
+        if (jobs > 0 || cuts > 0 || merging) busy.add(e.key);
+        else busy.delete(e.key);
+        const now = reached(e.key);
+        if (before && !now) missing++;
+        else if (!before && now && --missing === 0) resolveDone();
       }
     })();
     const died = Promise.race(children.map((c) => c.exited)).then(() => {
@@ -156,7 +194,7 @@ async function once(worker: string, workers: number, partitioned: boolean): Prom
       );
     });
     died.catch(() => {});
-    /** Publishes `load`, then waits until every thread of it shows its last message. */
+    /** Publishes `load`, then waits until every thread of it is settled (see the top). */
     const settled = async (load: Outgoing[]) => {
       const done = new Promise<void>((r) => (resolveDone = r));
       const seqs = await publishAll(js, load);
@@ -180,6 +218,7 @@ async function once(worker: string, workers: number, partitioned: boolean): Prom
       workers: children.reduce((sum, c) => sum + (cpuSecondsOf(c.child.pid) ?? 0), 0),
       server: cpuSecondsOf(server.process.pid) ?? 0,
     });
+    const workBefore = await workCounts(nc, names, partitioned);
     const before = cpu();
     const tasksBefore = TASKS ? children.map((c) => taskCpu(c.child.pid)) : [];
     const started = performance.now();
@@ -187,6 +226,10 @@ async function once(worker: string, workers: number, partitioned: boolean): Prom
     await settled(roundRobin(MESSAGES, THREADS, (t) => s.messageCreated(t)));
     const ms = performance.now() - started;
     const after = cpu();
+    const workAfter = await workCounts(nc, names, partitioned);
+    const work = WORK.map((k) => `${k} ${(workAfter.get(k) ?? 0) - (workBefore.get(k) ?? 0)}`);
+    const run = workers === 2 ? "two" : partitioned ? "one partitioned" : "one";
+    console.log(`    ${run}: ${work.join(", ")}`);
     if (TASKS) {
       const spent = children.map((c, i) => {
         const now = taskCpu(c.child.pid);

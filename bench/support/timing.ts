@@ -9,9 +9,12 @@ export function quantile(sorted: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 }
 
-/** The median of numbers (the upper one of an even count; NaN of none). */
+/** The median of numbers (of an even count, the mean of the middle two; NaN of none). */
 export function median(xs: readonly number[]): number {
-  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  if (sorted.length % 2 === 1) return sorted[mid] as number;
+  return ((sorted[mid - 1] ?? NaN) + (sorted[mid] ?? NaN)) / 2;
 }
 
 /** Runs fn `count` times one after another; its durations in ms, ascending. */
