@@ -155,6 +155,17 @@ describe("search settings and arguments", () => {
       path: "/x/i.db",
       cacheMiB: 8,
     });
+    // With no file named, a second instance in the folder takes the one named after its port.
+    expect(parseSearchConfig({}, "/srv", 8081)).toEqual({
+      path: "/srv/.data/search.db",
+      fallback: "/srv/.data/search-8081.db",
+      cacheMiB: 32,
+    });
+    expect(parseSearchConfig({ OUTLINE_SEARCH_DB: "/x/i.db" }, "/srv", 8081)).toEqual({
+      path: "/x/i.db",
+      cacheMiB: 32,
+    });
+    expect(parseSearchConfig({}, "/srv", 0).fallback).toBeUndefined();
     expect(() => parseSearchConfig({ OUTLINE_SEARCH_CACHE_MB: "0" })).toThrow(
       /OUTLINE_SEARCH_CACHE_MB/,
     );

@@ -24,6 +24,7 @@ import { SEARCH_TOOL, ZOOM_TOOL } from "../services/api/tools.ts";
 import { rebuildSubject, searchSubject } from "../services/search/api.ts";
 import type { SearchIndexer } from "../services/search/indexer.ts";
 import type { SearchReply } from "../services/search/search.ts";
+import { parseSearchConfig } from "../services/search/config.ts";
 import { startSearchService, type SearchService } from "../services/search/service.ts";
 import type { ThreadWorker } from "../services/thread-worker/worker.ts";
 import { SEARCH_HEADER_LINE } from "../shared/prompt.ts";
@@ -350,6 +351,52 @@ describe("search", () => {
     // Messages after the rebuild are indexed as before.
     await publishMessage(h, { ...message(T, COUNT), text: "one more rollout after the rebuild" });
     expect((await search("after the rebuild")).hits.map((x) => x.id)).toEqual([COUNT]);
+  });
+
+  it("a second instance in the same folder keeps a file named after its port", async () => {
+    // As two `npm start`s in one folder (the second with NATS_URL and PORT): neither names a file.
+    const cwd = join(dir, "folder");
+    const open = async (port: number, lines: string[]) => {
+      const config = parseSearchConfig({}, cwd, port);
+      const conn = await connectNats({ url: inject("natsUrl"), name: `search-test-${port}` });
+      const started = await startSearchService({
+        nc: conn,
+        names: h.names,
+        path: config.path,
+        ...(config.fallback === undefined ? {} : { fallback: config.fallback }),
+        log: (line) => lines.push(line),
+        idleCheckMs: 200,
+      });
+      await started.indexer.ready;
+      return { started, conn };
+    };
+    const firstLines: string[] = [];
+    const secondLines: string[] = [];
+    const first = await open(18090, firstLines);
+    let second = await open(18091, secondLines);
+    try {
+      expect(first.started.indexer.path).toBe(join(cwd, ".data", "search.db"));
+      expect(second.started.indexer.path).toBe(join(cwd, ".data", "search-18091.db"));
+      expect(secondLines.join("\n")).toContain(
+        `${join(cwd, ".data", "search.db")} is held by another search service; this one keeps ${join(cwd, ".data", "search-18091.db")}`,
+      );
+      expect(firstLines.join("\n")).not.toContain("held by another");
+      // Each index is whole: both hold the thread's every message.
+      const applied = second.started.indexer.progress().applied;
+      expect(applied).toBe(first.started.indexer.progress().applied);
+      expect(applied).toBeGreaterThanOrEqual(COUNT);
+      // Restarted while the first runs, the second takes its own file again and reads on from it.
+      await second.started.stop();
+      await second.conn.close();
+      second = await open(18091, []);
+      expect(second.started.indexer.path).toBe(join(cwd, ".data", "search-18091.db"));
+      expect(second.started.indexer.progress().applied).toBe(applied);
+    } finally {
+      for (const { started, conn } of [first, second]) {
+        await started.stop().catch(() => {});
+        await conn.close();
+      }
+    }
   });
 
   it("answers from any instance's index, each kept up on its own", async () => {

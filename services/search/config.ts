@@ -5,6 +5,12 @@ import { SettingsError } from "../../shared/errors.ts";
 export interface SearchConfig {
   /** The index file (absolute). */
   path: string;
+  /**
+   * With no file named, this instance's own file beside the default one, taken when another
+   * search service holds the default (a second `npm start` in the same folder): the one named
+   * after the HTTP port, which no other instance on this host can have.
+   */
+  fallback?: string;
   cacheMiB: number;
 }
 
@@ -16,8 +22,10 @@ export const DEFAULT_SEARCH_CACHE_MB = 32;
 export function parseSearchConfig(
   values: Readonly<Record<string, string | undefined>>,
   cwd: string = process.cwd(),
+  port?: number,
 ): SearchConfig {
-  const path = resolve(cwd, values[SEARCH_DB_VARIABLE]?.trim() || DEFAULT_SEARCH_DB);
+  const named = values[SEARCH_DB_VARIABLE]?.trim();
+  const path = resolve(cwd, named || DEFAULT_SEARCH_DB);
   const raw = values[SEARCH_CACHE_VARIABLE]?.trim();
   let cacheMiB = DEFAULT_SEARCH_CACHE_MB;
   if (raw) {
@@ -29,5 +37,6 @@ export function parseSearchConfig(
       );
     }
   }
-  return { path, cacheMiB };
+  if (named || port === undefined || port === 0) return { path, cacheMiB };
+  return { path, fallback: resolve(cwd, `.data/search-${port}.db`), cacheMiB };
 }

@@ -12,7 +12,13 @@ import type { InfraNames } from "../config/names.ts";
 import { readInOrder } from "../nats/ordered-read.ts";
 import { subjects, type Subjects } from "../nats/subjects.ts";
 import { decodeChatEvent } from "../nats/decode.ts";
-import { SearchStore, StoreMismatch, type IndexEvent, type StreamIdentity } from "./store.ts";
+import {
+  SearchStore,
+  StoreBusy,
+  StoreMismatch,
+  type IndexEvent,
+  type StreamIdentity,
+} from "./store.ts";
 import { sleep } from "../util/wait.ts";
 
 /**
@@ -28,6 +34,8 @@ import { sleep } from "../util/wait.ts";
  * index asks CHAT which threads still have messages and erases the others.
  */
 export interface SearchIndexer {
+  /** The index file it keeps (`fallback` when `path` was held by another service). */
+  readonly path: string;
   /** The index now answering (replaced by a rebuild). */
   store(): SearchStore;
   /** Resolves true once every CHAT event up to `seq` is applied; false after `timeoutMs`. */
@@ -52,6 +60,8 @@ export interface IndexerOptions {
   names: InfraNames;
   /** The index file. */
   path: string;
+  /** The file taken instead when another search service holds `path` (SearchConfig). */
+  fallback?: string;
   cacheMiB?: number;
   log?: (line: string) => void;
   /** Events applied per transaction at most (a query waits for at most one batch). */
@@ -88,14 +98,23 @@ function toEvent(s: Subjects, subject: string, seq: number, data: Uint8Array): I
 }
 
 export async function startIndexer(options: IndexerOptions): Promise<SearchIndexer> {
-  const { nc, names, path } = options;
+  const { nc, names } = options;
   const log = options.log ?? ((line: string) => console.error(line));
   const batchSize = options.batch ?? DEFAULT_BATCH;
   const s = subjects(names);
   const jsm: JetStreamManager = await jetstreamManager(nc);
   const js = jetstream(nc);
 
-  let store = openStore(path, options.cacheMiB, log);
+  let path = options.path;
+  let store: SearchStore;
+  try {
+    store = openStore(path, options.cacheMiB, log);
+  } catch (err) {
+    if (!(err instanceof StoreBusy) || options.fallback === undefined) throw err;
+    log(`search: ${path} is held by another search service; this one keeps ${options.fallback}`);
+    path = options.fallback;
+    store = openStore(path, options.cacheMiB, log);
+  }
   let stopped = false;
   let consuming: ConsumerMessages | undefined;
   let swapping: Promise<void> | undefined;
@@ -306,6 +325,7 @@ export async function startIndexer(options: IndexerOptions): Promise<SearchIndex
   }
 
   return {
+    path,
     store: () => store,
     ready,
     progress: () => ({ applied: store.appliedSeq, last: Math.max(lastKnown, delivered) }),

@@ -14,7 +14,7 @@ const log = (line: string) => console.error(line);
 async function main(): Promise<void> {
   const config = loadSettings();
   for (const warning of config.warnings) log(`search: warning: ${warning}`);
-  const search = parseSearchConfig(config.values);
+  const search = parseSearchConfig(config.values, process.cwd(), config.settings.port);
   if (!config.settings.search) {
     // Started by hand: it serves the API; agents are offered the tool only with the setting on.
     log(
@@ -33,12 +33,13 @@ async function main(): Promise<void> {
     nc,
     names: config.names,
     path: search.path,
+    ...(search.fallback === undefined ? {} : { fallback: search.fallback }),
     cacheMiB: search.cacheMiB,
     log,
   });
   const { applied } = service.indexer.progress();
   log(
-    `search: index ${search.path} (CHAT read to sequence ${applied}), answering ${searchSubject(config.names.apiPrefix)} once caught up, at ${redactUrl(url)}`,
+    `search: index ${service.indexer.path} (CHAT read to sequence ${applied}), answering ${searchSubject(config.names.apiPrefix)} once caught up, at ${redactUrl(url)}`,
   );
 
   let stopping = false;

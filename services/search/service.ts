@@ -19,7 +19,7 @@ export async function startSearchService(
     names: InfraNames;
     path: string;
     log: (line: string) => void;
-  } & Pick<IndexerOptions, "cacheMiB" | "idleCheckMs">,
+  } & Pick<IndexerOptions, "cacheMiB" | "idleCheckMs" | "fallback">,
 ): Promise<SearchService> {
   const { nc, names, log } = options;
   const indexer = await startIndexer(options);

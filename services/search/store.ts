@@ -128,6 +128,11 @@ export class StoreMismatch extends Error {
   override readonly name = "StoreMismatch";
 }
 
+/** The file is held by another search service (its lock). */
+export class StoreBusy extends Error {
+  override readonly name = "StoreBusy";
+}
+
 type Row = { position: number; mid: string; at: string; sender: string; text: string };
 const asHit = (r: Row): IndexedHit => ({
   position: r.position,
@@ -234,7 +239,7 @@ export class SearchStore {
       db?.close();
       const code = sqliteCode(err);
       if (code === SQLITE_BUSY || code === SQLITE_LOCKED) {
-        throw new Error(
+        throw new StoreBusy(
           `${path} is in use by another search service; give each its own file (${"OUTLINE_SEARCH_DB"})`,
         );
       }
