@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { loadSettings } from "../config/load.ts";
+import { loadSettings, SEARCH_DB_VARIABLE } from "../config/load.ts";
 import { removeLocalNatsUrl, writeLocalNatsUrl } from "../config/nats-url.ts";
 import { ManagedProcess } from "../util/processes.ts";
 import { startLocalCluster } from "./local.ts";
@@ -87,6 +87,10 @@ async function main(): Promise<number> {
             PORT: String(port),
             OUTLINE_PARTITIONS: String(partitions),
             OUTLINE_REPLICAS: "3",
+            // With HISTORY_SEARCH=on, each instance's index beside the cluster's data: not the
+            // folder's `npm start` index, which a stream of another server would rebuild.
+            [SEARCH_DB_VARIABLE]:
+              config.values[SEARCH_DB_VARIABLE] ?? join(dir, `search-${port}.db`),
           },
           logFile: join(dir, `instance-${i + 1}.log`),
         },

@@ -28,6 +28,9 @@ export interface Config {
   warnings: string[];
 }
 
+/** The search index's file (services/search/config.ts); `npm run cluster` names one per instance. */
+export const SEARCH_DB_VARIABLE = "OUTLINE_SEARCH_DB";
+
 /**
  * Variables a service reads itself from `values` (so the config file may hold them too): the
  * prompt-builder's bearer token, the worker's timings, the search index's file and cache.
@@ -42,7 +45,7 @@ export const SERVICE_VARIABLES = [
   "OUTLINE_FAILOVER_MS",
   "OUTLINE_CAPACITY",
   "OUTLINE_ALLOW_SINGLE_PEERS",
-  "OUTLINE_SEARCH_DB",
+  SEARCH_DB_VARIABLE,
   "OUTLINE_SEARCH_CACHE_MB",
 ];
 

@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { SettingsError } from "../../shared/errors.ts";
+import { SEARCH_DB_VARIABLE } from "../config/load.ts";
 
 /** Where the search index lives and how much page cache it may use (docs/search.md). */
 export interface SearchConfig {
@@ -14,7 +15,6 @@ export interface SearchConfig {
   cacheMiB: number;
 }
 
-export const SEARCH_DB_VARIABLE = "OUTLINE_SEARCH_DB";
 export const SEARCH_CACHE_VARIABLE = "OUTLINE_SEARCH_CACHE_MB";
 export const DEFAULT_SEARCH_DB = ".data/search.db";
 export const DEFAULT_SEARCH_CACHE_MB = 32;

@@ -3,6 +3,7 @@ import { dirname } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import type { Message } from "../../shared/events.ts";
 import { denseGrams, fold, searchableText, type QueryPlan } from "../../shared/search.ts";
+import { SEARCH_DB_VARIABLE } from "../config/load.ts";
 
 /**
  * The search index of one instance: an SQLite file holding every valid message of every thread
@@ -240,7 +241,7 @@ export class SearchStore {
       const code = sqliteCode(err);
       if (code === SQLITE_BUSY || code === SQLITE_LOCKED) {
         throw new StoreBusy(
-          `${path} is in use by another search service; give each its own file (${"OUTLINE_SEARCH_DB"})`,
+          `${path} is in use by another search service; give each its own file (${SEARCH_DB_VARIABLE})`,
         );
       }
       // Only a file that is not an index of ours is given up (and rebuilt): never one that could
