@@ -309,7 +309,7 @@ export function createReader(
     thread: string,
     held: HeldSnapshot,
   ): Promise<StoredSnapshot | undefined | "unchanged"> {
-    const { direct: allowsDirect, latestOnly } = await bucket();
+    const { direct: allowsDirect, latestOnly } = bucket.opened() ?? (await bucket());
     const proof = held.proof;
     if (!allowsDirect || !latestOnly || !proof) return storedSnapshot(thread);
     const bucketName = names.kvBucket;
