@@ -2,9 +2,10 @@ import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { loadSettings, SEARCH_DB_VARIABLE } from "../config/load.ts";
+import { loadSettings } from "../config/load.ts";
 import { removeLocalNatsUrl, writeLocalNatsUrl } from "../config/nats-url.ts";
 import { ManagedProcess } from "../util/processes.ts";
+import { instanceEnv } from "./instance-env.ts";
 import { startLocalCluster } from "./local.ts";
 import { untilStop } from "./supervise.ts";
 
@@ -81,17 +82,12 @@ async function main(): Promise<number> {
         process.execPath,
         ["--import", loader, "services/start/main.ts"],
         {
-          env: {
-            ...process.env,
-            NATS_URL: cluster.url,
-            PORT: String(port),
-            OUTLINE_PARTITIONS: String(partitions),
-            OUTLINE_REPLICAS: "3",
-            // With HISTORY_SEARCH=on, each instance's index beside the cluster's data: not the
-            // folder's `npm start` index, which a stream of another server would rebuild.
-            [SEARCH_DB_VARIABLE]:
-              config.values[SEARCH_DB_VARIABLE] ?? join(dir, `search-${port}.db`),
-          },
+          env: instanceEnv(process.env, config.values, {
+            natsUrl: cluster.url,
+            port,
+            partitions,
+            dir,
+          }),
           logFile: join(dir, `instance-${i + 1}.log`),
         },
       ),
