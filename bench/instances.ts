@@ -28,7 +28,6 @@ import { partitionMappings } from "../services/cluster/server-config.ts";
 import { DEFAULT_NAMES, namesToEnv, type InfraNames } from "../services/config/names.ts";
 import { connectNats } from "../services/nats/connect.ts";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { OutlineSnapshot } from "../shared/snapshot.ts";
 import { subjects } from "../services/nats/subjects.ts";
 import { ensureTopology } from "../services/nats/topology.ts";
 import {
@@ -39,6 +38,7 @@ import { startNatsServer } from "../services/start/nats-server.ts";
 import { BenchChild, cpuSecondsOf } from "./support/child.ts";
 import { joinRound, type JoinRound } from "./support/joins.ts";
 import { serviceEntry } from "./support/service-entry.ts";
+import { SettledThreads } from "./support/settled.ts";
 import { perSecond, publishAll, roundRobin, type Outgoing } from "./support/load.ts";
 import { median } from "./support/timing.ts";
 import { sleep } from "../services/util/wait.ts";
@@ -163,30 +163,10 @@ async function once(worker: string, workers: number, partitioned: boolean): Prom
     const js = jetstream(nc);
     const kv = await new Kvm(js).open(names.kvBucket);
     const s = subjects(names);
-    const shown = new Map<string, number>();
-    /** Threads whose last snapshot shows work outstanding (summaries, cuts, a merge batch). */
-    const busy = new Set<string>();
-    const target = new Map<string, number>();
-    let missing = 0;
-    let resolveDone: () => void = () => {};
-    const reached = (t: string) => {
-      const want = target.get(t);
-      return want !== undefined && (shown.get(t) ?? 0) >= want && !busy.has(t);
-    };
+    const settledThreads = new SettledThreads();
     const watch = await kv.watch();
     const watching = (async () => {
-      for await (const e of watch) {
-        if (e.operation !== "PUT") continue;
-        const before = reached(e.key);
-        const shot = e.json<Pick<OutlineSnapshot, "seq" | "pending">>();
-        shown.set(e.key, Math.max(shown.get(e.key) ?? 0, shot.seq));
-        const { jobs, cuts, merging } = shot.pending;
-        if (jobs > 0 || cuts > 0 || merging) busy.add(e.key);
-        else busy.delete(e.key);
-        const now = reached(e.key);
-        if (before && !now) missing++;
-        else if (!before && now && --missing === 0) resolveDone();
-      }
+      for await (const e of watch) settledThreads.observe(e);
     })();
     const died = Promise.race(children.map((c) => c.exited)).then(() => {
       throw new Error(
@@ -196,11 +176,10 @@ async function once(worker: string, workers: number, partitioned: boolean): Prom
     died.catch(() => {});
     /** Publishes `load`, then waits until every thread of it is settled (see the top). */
     const settled = async (load: Outgoing[]) => {
-      const done = new Promise<void>((r) => (resolveDone = r));
       const seqs = await publishAll(js, load);
-      for (const [i, m] of load.entries()) target.set(m.thread, seqs[i] as number);
-      missing = new Set(load.map((m) => m.thread).filter((t) => !reached(t))).size;
-      if (missing > 0) await Promise.race([done, died]);
+      const targets = new Map<string, number>();
+      for (const [i, m] of load.entries()) targets.set(m.thread, seqs[i] as number);
+      await Promise.race([settledThreads.until(targets), died]);
     };
     // Warmed as a long-running worker is: its code compiled and optimized on other threads.
     if (WARM > 0)

@@ -1,5 +1,5 @@
-// What the e2e bench waits for: threads whose KV snapshot shows their last message with nothing
-// pending, as the bucket announces writes (one watch for the warm-up and the timed load).
+// What the e2e and instances benches wait for: threads whose KV snapshot shows their last message
+// with nothing pending, as the bucket announces writes (one watch for the warm-up and the load).
 import type { KvWatchEntry } from "@nats-io/kv";
 import { performance } from "node:perf_hooks";
 import type { OutlineSnapshot } from "../../shared/snapshot.ts";
