@@ -78,6 +78,12 @@ function awaitedAt(
   return wanted >= 0 ? { list: "wanted", at: wanted } : undefined;
 }
 
+/** A summary as the thread keeps it (and HISTORY holds it): cut to `line`·1.25 bytes at most. */
+export function boundedSummary(text: string, line: number): string {
+  const limit = Math.floor(line * 1.25);
+  return utf8Bytes(text) > limit ? cutToBytes(text, limit) : text;
+}
+
 /** Stores the summary of an awaited node (taken off the lists already) and applies what it allows. */
 function applyBuilt(s: ThreadState, ref: NodeRef, text: string): void {
   if (text.trim() === "") {
@@ -86,8 +92,7 @@ function applyBuilt(s: ThreadState, ref: NodeRef, text: string): void {
       `summary for node ${ref.level}:${ref.index} is empty; an empty reply is a summarizer failure, send summary.failed instead`,
     );
   }
-  const limit = Math.floor(s.settings.line * 1.25);
-  const bounded = utf8Bytes(text) > limit ? cutToBytes(text, limit) : text;
+  const bounded = boundedSummary(text, s.settings.line);
   let until: string;
   if (ref.level === 0) {
     const entry = tailEntry(s, ref.index);

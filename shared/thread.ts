@@ -29,6 +29,7 @@ export {
 } from "./thread-state.ts";
 export {
   answerWanted,
+  boundedSummary,
   summariesBuilt,
   summaryBuilt,
   type BuiltOutcome,

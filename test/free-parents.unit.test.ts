@@ -1,14 +1,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { cutToBytes, utf8Bytes } from "../shared/bytes.ts";
 import { jobFor } from "../shared/job-view.ts";
 import { nodeKey as key, type NodeRef } from "../shared/names.ts";
-
-const nodeKey = (ref: NodeRef) => key(ref.level, ref.index);
 import type { BuiltNode } from "../shared/nodes.ts";
 import { joinedText } from "../shared/render.ts";
 import {
   appendMessage,
+  boundedSummary,
   findBuilt,
   initialThreadState,
   outboxPublished,
@@ -24,6 +22,7 @@ import { fakeSummary, makeMessage, settingsArb, textArb } from "./support/conver
 // worker's stored record keeps the text of every node it does not find on HISTORY (restore).
 
 const runs = Number(process.env.PROPERTY_RUNS ?? 40);
+const nodeKey = (ref: NodeRef) => key(ref.level, ref.index);
 
 /** What zoom reads: a node from HISTORY, or a parent missing there as its children joined. */
 function fromHistory(
@@ -54,7 +53,6 @@ describe("free parents, left off HISTORY", () => {
           let s = initialThreadState("fp", settings);
           // HISTORY as the worker writes it: the outbox's free leaves and every model-built node.
           const history = new Map<string, string>();
-          const limit = Math.floor(settings.line * 1.25);
           let i = 0;
           for (let step = 0; ; step++) {
             const choice = choices[step % choices.length] ?? 0;
@@ -67,7 +65,7 @@ describe("free parents, left off HISTORY", () => {
               const ref = s.inflight[choice % s.inflight.length];
               if (ref) {
                 const text = fakeSummary(jobFor(s, ref));
-                history.set(nodeKey(ref), utf8Bytes(text) > limit ? cutToBytes(text, limit) : text);
+                history.set(nodeKey(ref), boundedSummary(text, settings.line));
                 s = summaryBuilt(s, ref, text).state;
               }
             } else if (i >= texts.length) break;

@@ -1,6 +1,5 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
-import { cutToBytes, utf8Bytes } from "../../shared/bytes.ts";
 import { jobFor } from "../../shared/job-view.ts";
 import { messageCreatedSchema, type Message } from "../../shared/events.ts";
 import type { SummaryEvent } from "../../shared/history.ts";
@@ -8,6 +7,7 @@ import type { CoreSettings } from "../../shared/settings.ts";
 import { toSnapshot } from "../../shared/snapshot.ts";
 import {
   appendMessage,
+  boundedSummary,
   findBuilt,
   initialThreadState,
   outboxPublished,
@@ -70,7 +70,6 @@ export function replayWithNodes(
   log: readonly { message: Message; seq: number }[],
 ): { state: ThreadState; nodes: SummaryEvent[] } {
   let s = initialThreadState(thread, settings);
-  const limit = Math.floor(settings.line * 1.25);
   const nodes = new Map<string, SummaryEvent>();
   const keep = (e: SummaryEvent) => nodes.set(`${e.level}:${e.index}`, e);
   // A parent's newest message is its right child's (a free child is in the state, not HISTORY).
@@ -106,7 +105,7 @@ export function replayWithNodes(
           level: ref.level,
           index: ref.index,
           // The core caps an over-long text; HISTORY holds what the outline uses.
-          text: utf8Bytes(text) > limit ? cutToBytes(text, limit) : text,
+          text: boundedSummary(text, settings.line),
           until,
           by: "fake",
           ...(job.kind === "leaf" ? { message: { id: job.message.id, seq: job.seq } } : {}),
