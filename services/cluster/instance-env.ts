@@ -1,5 +1,4 @@
-import { join } from "node:path";
-import { SEARCH_DB_VARIABLE } from "../config/load.ts";
+import { instanceSearchFile, SEARCH_DB_VARIABLE } from "../config/load.ts";
 
 /** Where `npm run cluster`'s instances find the servers and how each differs from the others. */
 export interface ClusterInstance {
@@ -30,6 +29,6 @@ export function instanceEnv(
     OUTLINE_REPLICAS: "3",
     // With HISTORY_SEARCH=on, each instance's index beside the cluster's data: not the folder's
     // `npm start` index, which a stream of another server would rebuild.
-    [SEARCH_DB_VARIABLE]: values[SEARCH_DB_VARIABLE] ?? join(dir, `search-${port}.db`),
+    [SEARCH_DB_VARIABLE]: values[SEARCH_DB_VARIABLE] ?? instanceSearchFile(dir, port),
   };
 }

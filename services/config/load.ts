@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { SettingsError } from "../../shared/errors.ts";
 import { parseSettings, SETTING_VARIABLES, type Settings } from "../../shared/settings.ts";
 import { readConfigFile } from "./file.ts";
@@ -30,6 +30,10 @@ export interface Config {
 
 /** The search index's file (services/search/config.ts); `npm run cluster` names one per instance. */
 export const SEARCH_DB_VARIABLE = "OUTLINE_SEARCH_DB";
+
+/** An instance's own search index file in `dir`, named after its HTTP port. */
+export const instanceSearchFile = (dir: string, port: number): string =>
+  join(dir, `search-${port}.db`);
 
 /**
  * Variables a service reads itself from `values` (so the config file may hold them too): the

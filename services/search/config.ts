@@ -1,6 +1,6 @@
-import { resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { SettingsError } from "../../shared/errors.ts";
-import { SEARCH_DB_VARIABLE } from "../config/load.ts";
+import { instanceSearchFile, SEARCH_DB_VARIABLE } from "../config/load.ts";
 
 /** Where the search index lives and how much page cache it may use (docs/search.md). */
 export interface SearchConfig {
@@ -38,5 +38,6 @@ export function parseSearchConfig(
     }
   }
   if (named || port === undefined || port === 0) return { path, cacheMiB };
-  return { path, fallback: resolve(cwd, `.data/search-${port}.db`), cacheMiB };
+  const fallback = instanceSearchFile(dirname(resolve(cwd, DEFAULT_SEARCH_DB)), port);
+  return { path, fallback, cacheMiB };
 }
